@@ -1,0 +1,69 @@
+"""`logrepair`: the command-line entry point.
+
+Each subcommand lives in `logrepair/commands/<name>.py` with `add_parser(subparsers)` and
+`run(args) -> int`; they are found by listing that package, so adding a command touches one file.
+Exit status: 0 ok/clean, 1 defects found or repair applied with loss, 2 bad usage or unusable
+input (one line on stderr, never a traceback; LOGREPAIR_DEBUG=1 shows it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import pkgutil
+import sys
+
+from . import __version__, commands
+
+
+class InputError(Exception):
+    """Unusable input (missing file, not a log dir, locked dir, ...): exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse's default prints usage + exits 2; keep one line
+        raise InputError(f"{self.prog}: {message}")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="logrepair",
+        description="Offline verification and repair of Apache Kafka log directories.",
+    )
+    parser.add_argument("--version", action="version", version=f"logrepair {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
+        if info.name.startswith("_"):
+            continue
+        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+        module.add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+        return args.run(args)
+    except InputError as exc:
+        return _fail(str(exc))
+    except BrokenPipeError:
+        return 0
+    except (OSError, ValueError) as exc:
+        return _fail(f"logrepair: {exc}")
+    except KeyboardInterrupt:
+        return _fail("logrepair: interrupted")
+
+
+def _fail(message: str) -> int:
+    if os.environ.get("LOGREPAIR_DEBUG"):
+        import traceback
+
+        traceback.print_exc()
+    print(message, file=sys.stderr)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

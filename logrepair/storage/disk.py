@@ -1,0 +1,149 @@
+"""The Disk seam: every file operation that storage and recovery perform.
+
+`OsDisk` (osdisk.py) maps it to the operating system; the simulator's `SimDisk` implements it with
+power-loss semantics. Nothing in `logrepair.storage` or `logrepair.recovery` may touch the
+filesystem any other way (a test scans for it), which is what lets the simulator crash real code.
+
+Semantics every implementation keeps, because SimDisk's crash states are defined by them:
+- Writes change what readers see at once; they are durable only after `DiskFile.fsync`.
+- Creating, renaming or unlinking a name is durable only after `fsync_dir` of its directory.
+- `rename` replaces an existing destination atomically (POSIX rename).
+- Paths are plain strings; a Disk never resolves symlinks on the caller's behalf except where a
+  method says so.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Protocol
+
+
+class DiskLock(Protocol):
+    def release(self) -> None: ...
+
+
+class DiskFile(ABC):
+    """An open file. Positions are absolute byte offsets; there is no implicit file pointer."""
+
+    path: str
+
+    @abstractmethod
+    def size(self) -> int: ...
+
+    @abstractmethod
+    def read_at(self, position: int, length: int) -> bytes:
+        """Up to `length` bytes from `position`; fewer only at end of file."""
+
+    @abstractmethod
+    def read_into(self, position: int, buffer: bytearray | memoryview) -> int:
+        """Fills `buffer` from `position`, returns the count read (fewer only at end of file).
+
+        Scans use this with one reused buffer, so memory stays flat however large the file."""
+
+    @abstractmethod
+    def write_at(self, position: int, data) -> None: ...
+
+    @abstractmethod
+    def append(self, data) -> int:
+        """Writes at the end of the file; returns the position the data starts at."""
+
+    @abstractmethod
+    def truncate(self, size: int) -> None:
+        """Sets the length: shrinks, or extends with zeros (sparse where the OS can)."""
+
+    @abstractmethod
+    def fsync(self) -> None:
+        """Makes this file's data and size durable (not its directory entry)."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    def __enter__(self) -> DiskFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class Disk(ABC):
+    @abstractmethod
+    def open(self, path: str, *, write: bool = False, create: bool = False) -> DiskFile:
+        """Opens `path`; `create` makes it if missing (implies `write`). Missing → FileNotFoundError."""
+
+    @abstractmethod
+    def exists(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def is_dir(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def is_symlink(self, path: str) -> bool: ...
+
+    @abstractmethod
+    def list_dir(self, path: str) -> list[str]:
+        """Names (not paths) in `path`, sorted."""
+
+    @abstractmethod
+    def make_dirs(self, path: str) -> None:
+        """Creates `path` and missing parents; an existing directory is fine."""
+
+    @abstractmethod
+    def size(self, path: str) -> int: ...
+
+    @abstractmethod
+    def mtime(self, path: str) -> float:
+        """Last modification time, seconds since the epoch (time-based retention uses it)."""
+
+    @abstractmethod
+    def rename(self, src: str, dst: str) -> None:
+        """Atomically renames, replacing `dst` if it exists."""
+
+    @abstractmethod
+    def unlink(self, path: str) -> None: ...
+
+    @abstractmethod
+    def remove_dir(self, path: str) -> None:
+        """Removes an empty directory."""
+
+    @abstractmethod
+    def fsync_dir(self, path: str) -> None:
+        """Makes the entries of directory `path` (creates, renames, unlinks) durable."""
+
+    @abstractmethod
+    def lock(self, path: str) -> DiskLock:
+        """Takes an exclusive lock on `path` (created if missing) as Kafka takes `.lock`.
+
+        Raises `LockHeld` when another process holds it."""
+
+    # Conveniences built on the primitives above, shared by every implementation.
+
+    def read_file(self, path: str) -> bytes:
+        with self.open(path) as f:
+            return f.read_at(0, f.size())
+
+    def write_file_atomic(self, path: str, data: bytes) -> None:
+        """Kafka's checkpoint write: `<path>.tmp`, fsync, rename over `path`, fsync the directory."""
+        tmp = path + ".tmp"
+        with self.open(tmp, create=True) as f:
+            f.truncate(0)
+            f.write_at(0, data)
+            f.fsync()
+        self.rename(tmp, path)
+        self.fsync_dir(parent_of(path))
+
+
+class LockHeld(OSError):
+    """The lock file is held by another process (a running broker, or another logrepair)."""
+
+
+def parent_of(path: str) -> str:
+    head, _, _ = path.rstrip("/").rpartition("/")
+    return head or ("/" if path.startswith("/") else ".")
+
+
+def join(*parts: str) -> str:
+    """Joins path parts with '/', as every Disk expects."""
+    out = parts[0]
+    for p in parts[1:]:
+        out = p if p.startswith("/") else (out.rstrip("/") + "/" + p)
+    return out
