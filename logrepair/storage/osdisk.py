@@ -1,0 +1,231 @@
+"""The Disk on the real operating system: the only module of storage that touches the filesystem.
+
+Reads use `os.pread`/`os.preadv` into the caller's buffer (no mmap: a file truncated under a
+mapping kills the process with SIGBUS, and a repair tool truncates files). Every OSError carries
+the path it concerns, so one line on stderr says what failed where.
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import stat
+import threading
+from contextlib import contextmanager
+
+from .disk import Disk, DiskFile, LockHeld, parent_of
+
+# Reads larger than this are split: os.pread allocates the whole length up front.
+_MAX_READ_CHUNK = 1 << 26
+
+
+@contextmanager
+def _path_errors(path: str, *, descriptor: bool = False):
+    """Re-raises an OSError with `path` as its file name: calls on a descriptor name no file (or,
+    under some emulations, a bare base name), and a path call's own name is kept."""
+    try:
+        yield
+    except OSError as e:
+        if e.errno is not None and (e.filename is None or (descriptor and e.filename != path)):
+            raise type(e)(e.errno, e.strerror, path) from e
+        raise
+
+
+class OsFile(DiskFile):
+    def __init__(self, path: str, fd: int, writable: bool) -> None:
+        self.path = path
+        self._fd = fd
+        self._writable = writable
+
+    def size(self) -> int:
+        with _path_errors(self.path, descriptor=True):
+            return os.fstat(self._fd).st_size
+
+    def read_at(self, position: int, length: int) -> bytes:
+        _check_position(position, self.path)
+        if length < 0:
+            raise ValueError(f"negative read length {length} for {self.path}")
+        # Clamp to the file so a bogus length never allocates more than the file holds.
+        length = min(length, max(0, self.size() - position))
+        if length <= _MAX_READ_CHUNK:
+            with _path_errors(self.path, descriptor=True):
+                return os.pread(self._fd, length, position)
+        out = bytearray(length)
+        n = self.read_into(position, out)
+        del out[n:]
+        return bytes(out)
+
+    def read_into(self, position: int, buffer: bytearray | memoryview) -> int:
+        _check_position(position, self.path)
+        view = memoryview(buffer).cast("B")
+        total = 0
+        with _path_errors(self.path, descriptor=True):
+            while total < len(view):
+                n = os.preadv(self._fd, [view[total:]], position + total)
+                if n == 0:
+                    break
+                total += n
+        return total
+
+    def write_at(self, position: int, data) -> None:
+        _check_position(position, self.path)
+        self._require_writable()
+        view = memoryview(data).cast("B")
+        with _path_errors(self.path, descriptor=True):
+            while view:
+                n = os.pwrite(self._fd, view, position)
+                view = view[n:]
+                position += n
+
+    def append(self, data) -> int:
+        # The end is read once: a Disk file has one writer (the lock), as a Kafka segment does.
+        position = self.size()
+        self.write_at(position, data)
+        return position
+
+    def truncate(self, size: int) -> None:
+        if size < 0:
+            raise ValueError(f"negative size {size} for {self.path}")
+        self._require_writable()
+        with _path_errors(self.path, descriptor=True):
+            os.ftruncate(self._fd, size)
+
+    def fsync(self) -> None:
+        with _path_errors(self.path, descriptor=True):
+            os.fsync(self._fd)
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+    def _require_writable(self) -> None:
+        if not self._writable:
+            raise OSError(errno.EBADF, "file not opened for writing", self.path)
+
+
+def _check_position(position: int, path: str) -> None:
+    if position < 0:
+        raise ValueError(f"negative position {position} for {path}")
+
+
+class _FcntlLock:
+    def __init__(self, key: tuple[int, int], fd: int) -> None:
+        self._key = key
+        self._fd = fd
+
+    def release(self) -> None:
+        """Unlocks and closes before the registry forgets the file, so no other lock of this
+        process can open it in between and lose its lock to our close."""
+        with _held_locks_guard:
+            if self._fd < 0:
+                return
+            fd, self._fd = self._fd, -1
+            try:
+                fcntl.lockf(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+                _held_locks.discard(self._key)
+
+
+# POSIX record locks belong to the process, so a second lock by this process would succeed and a
+# close of any descriptor of the file would drop the lock. The JDK refuses an overlapping lock within
+# the JVM (OverlappingFileLockException); this registry does the same within this process.
+_held_locks: set[tuple[int, int]] = set()
+_held_locks_guard = threading.Lock()
+
+
+class OsDisk(Disk):
+    def open(self, path: str, *, write: bool = False, create: bool = False) -> OsFile:
+        writable = write or create
+        flags = (os.O_RDWR if writable else os.O_RDONLY) | os.O_CLOEXEC
+        if create:
+            flags |= os.O_CREAT
+        with _path_errors(path):
+            fd = os.open(path, flags, 0o644)
+        if stat.S_ISDIR(os.fstat(fd).st_mode):
+            os.close(fd)
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        return OsFile(path, fd, writable)
+
+    def exists(self, path: str) -> bool:
+        return os.path.lexists(path)
+
+    def is_dir(self, path: str) -> bool:
+        return os.path.isdir(path)
+
+    def is_symlink(self, path: str) -> bool:
+        return os.path.islink(path)
+
+    def list_dir(self, path: str) -> list[str]:
+        with _path_errors(path):
+            return sorted(os.listdir(path))
+
+    def make_dirs(self, path: str) -> None:
+        with _path_errors(path):
+            os.makedirs(path, exist_ok=True)
+
+    def size(self, path: str) -> int:
+        with _path_errors(path):
+            return os.stat(path).st_size
+
+    def mtime(self, path: str) -> float:
+        with _path_errors(path):
+            return os.stat(path).st_mtime
+
+    def rename(self, src: str, dst: str) -> None:
+        with _path_errors(src):
+            os.replace(src, dst)
+
+    def unlink(self, path: str) -> None:
+        with _path_errors(path):
+            os.unlink(path)
+
+    def remove_dir(self, path: str) -> None:
+        with _path_errors(path):
+            os.rmdir(path)
+
+    def fsync_dir(self, path: str) -> None:
+        with _path_errors(path):
+            fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        try:
+            with _path_errors(path, descriptor=True):
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+
+    def lock(self, path: str) -> _FcntlLock:
+        """`FileChannel.tryLock()` as Kafka takes it on `.lock`: exclusive, non-blocking, whole file.
+
+        Closing any descriptor of a POSIX-locked file drops the lock, so a file this process holds
+        is refused before it is opened again; never open a held `.lock` any other way."""
+        with _held_locks_guard:
+            try:
+                st = os.stat(path)
+            except FileNotFoundError:
+                pass
+            else:
+                if (st.st_dev, st.st_ino) in _held_locks:
+                    raise _lock_held(path)
+            with _path_errors(path):
+                fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+            try:
+                st = os.fstat(fd)
+                fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except OSError as e:
+                os.close(fd)
+                if e.errno in (errno.EACCES, errno.EAGAIN):
+                    raise _lock_held(path) from None
+                raise type(e)(e.errno, e.strerror, path) from None
+            key = (st.st_dev, st.st_ino)
+            _held_locks.add(key)
+            return _FcntlLock(key, fd)
+
+
+def _lock_held(path: str) -> LockHeld:
+    name = path.rstrip("/").rpartition("/")[2]
+    return LockHeld(
+        f"Failed to acquire lock on file {name} in {parent_of(path)}. A Kafka instance in "
+        "another process or thread is using this directory."
+    )

@@ -1,0 +1,202 @@
+"""OsDisk on real temporary directories: the Disk contract, plus what only the real OS can show."""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from logrepair.storage.disk import LockHeld, join
+from logrepair.storage.osdisk import OsDisk
+
+from .disk_contract import DiskContract
+
+
+@pytest.fixture
+def disk() -> OsDisk:
+    return OsDisk()
+
+
+@pytest.fixture
+def root(tmp_path) -> str:
+    return str(tmp_path)
+
+
+class TestOsDiskContract(DiskContract):
+    pass
+
+
+def test_extending_truncate_is_sparse(disk: OsDisk, root: str) -> None:
+    path = join(root, "00000000000000000000.index")
+    with disk.open(path, create=True) as f:
+        f.truncate(10485760)
+    st = os.stat(path)
+    assert st.st_size == 10485760
+    assert st.st_blocks * 512 < 1 << 20
+
+
+def test_read_at_never_allocates_past_the_file(disk: OsDisk, root: str) -> None:
+    path = join(root, "f")
+    with disk.open(path, create=True) as f:
+        f.write_at(0, b"abc")
+        # A bogus length field must not become a 2 GiB allocation.
+        assert f.read_at(1, 2**31) == b"bc"
+
+
+def test_large_read_is_split_but_whole(disk: OsDisk, root: str, monkeypatch) -> None:
+    monkeypatch.setattr("logrepair.storage.osdisk._MAX_READ_CHUNK", 1000)
+    data = os.urandom(5000)
+    path = join(root, "f")
+    with disk.open(path, create=True) as f:
+        f.write_at(0, data)
+        assert f.read_at(7, 4000) == data[7:4007]
+
+
+def test_negative_positions_are_value_errors(disk: OsDisk, root: str) -> None:
+    with disk.open(join(root, "f"), create=True) as f:
+        with pytest.raises(ValueError):
+            f.read_at(-1, 4)
+        with pytest.raises(ValueError):
+            f.write_at(-1, b"x")
+        with pytest.raises(ValueError):
+            f.truncate(-1)
+
+
+def test_errors_name_the_path(disk: OsDisk, root: str) -> None:
+    missing = join(root, "no", "such")
+    for call in (
+        lambda: disk.open(missing),
+        lambda: disk.list_dir(missing),
+        lambda: disk.size(missing),
+        lambda: disk.unlink(missing),
+        lambda: disk.fsync_dir(missing),
+        lambda: disk.rename(missing, join(root, "x")),
+    ):
+        with pytest.raises(FileNotFoundError) as info:
+            call()
+        assert missing in str(info.value)
+
+
+def test_write_on_read_only_handle_names_the_path(disk: OsDisk, root: str) -> None:
+    path = join(root, "f")
+    disk.write_file_atomic(path, b"x")
+    with disk.open(path) as f, pytest.raises(OSError) as info:
+        f.write_at(0, b"y")
+    assert path in str(info.value)
+
+
+def test_symlink_is_reported_and_not_followed_by_exists(disk: OsDisk, root: str) -> None:
+    target = join(root, "target")
+    link = join(root, "link")
+    os.symlink(target, link)  # dangling
+    assert disk.is_symlink(link)
+    assert disk.exists(link)
+    assert not disk.is_dir(link)
+
+
+def test_write_past_file_size_limit_names_the_path(tmp_path) -> None:
+    """A write the OS refuses half way (here RLIMIT_FSIZE: EFBIG) is an OSError naming the file."""
+    script = textwrap.dedent(
+        f"""
+        import resource, signal
+        from logrepair.storage.osdisk import OsDisk
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+        path = {str(tmp_path / "big.log")!r}
+        with OsDisk().open(path, create=True) as f:
+            try:
+                f.write_at(0, bytes(8192))
+            except OSError as e:
+                print(e.errno, e)
+        """
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    ).stdout
+    assert out.startswith(f"{errno.EFBIG} ")
+    assert str(tmp_path / "big.log") in out
+
+
+_HOLDER = textwrap.dedent(
+    """
+    import fcntl, os, sys
+    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    print("locked", flush=True)
+    sys.stdin.read()
+    """
+)
+
+
+def test_lock_held_by_another_process_is_refused(disk: OsDisk, root: str) -> None:
+    path = join(root, ".lock")
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _HOLDER, path],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(LockHeld) as info:
+            disk.lock(path)
+        assert str(info.value) == (
+            f"Failed to acquire lock on file .lock in {root}. A Kafka instance in another "
+            "process or thread is using this directory."
+        )
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    disk.lock(path).release()
+
+
+def _probe_lock(path: str) -> str:
+    """Whether another process can take the lock now: 'refused' or 'taken'."""
+    probe = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys\n"
+            "fd = os.open(sys.argv[1], os.O_RDWR)\n"
+            "try:\n"
+            "    fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)\n"
+            "    print('taken')\n"
+            "except OSError:\n"
+            "    print('refused')\n",
+            path,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return probe.stdout.strip()
+
+
+def test_lock_excludes_another_process(disk: OsDisk, root: str) -> None:
+    path = join(root, ".lock")
+    lock = disk.lock(path)
+    try:
+        assert _probe_lock(path) == "refused"
+    finally:
+        lock.release()
+    assert _probe_lock(path) == "taken"
+    lock.release()  # a second release is harmless
+
+
+def test_a_second_lock_in_this_process_is_refused_and_keeps_the_first(root: str) -> None:
+    """POSIX drops a process's lock when any descriptor of the file closes: the refusal must not
+    open (and close) the file again."""
+    path = join(root, ".lock")
+    lock = OsDisk().lock(path)
+    try:
+        with pytest.raises(LockHeld):
+            OsDisk().lock(path)
+        assert _probe_lock(path) == "refused"
+    finally:
+        lock.release()
+    OsDisk().lock(path).release()
