@@ -1,0 +1,107 @@
+"""Options and output of one `logrepair dump` run, shared by the per-file dumpers."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import TextIO
+
+from ..format.errors import Defect
+from .lines import defect_line
+
+DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
+DEFAULT_MAX_BYTES = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class DumpOptions:
+    """kafka-dump-log's options (spec fmt §10.1) after its implications: a decoder prints data,
+    printing data iterates records."""
+
+    deep: bool = False
+    print_data: bool = False
+    skip_record_metadata: bool = False
+    verify_index_only: bool = False
+    index_sanity_check: bool = False
+    max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE
+    max_bytes: int = DEFAULT_MAX_BYTES
+    decoder: str | None = None  # "offsets" | "transaction-log"
+    json: bool = False
+
+    def __post_init__(self) -> None:
+        if self.decoder is not None:
+            object.__setattr__(self, "print_data", True)
+        if self.print_data:
+            object.__setattr__(self, "deep", True)
+
+
+@dataclass
+class DumpReport:
+    """Where lines go, and what kafka-dump-log prints on stderr only after the last file."""
+
+    out: TextIO
+    err: TextIO
+    defects: int = 0
+    # per absolute path: ((previous offset, next offset) in discovery order, pairs not kept)
+    non_consecutive: dict[str, tuple[list[tuple[int, int]], int]] = field(default_factory=dict)
+    index_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_mismatches: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_out_of_order: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    time_not_found: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+
+    def line(self, text: str) -> None:
+        self.out.write(text)
+        self.out.write("\n")
+
+    def error(self, text: str) -> None:
+        self.err.write(text)
+        self.err.write("\n")
+
+    def json(self, obj: dict) -> None:
+        self.out.write(json.dumps(obj, separators=(",", ":")))
+        self.out.write("\n")
+
+    def defect(self, path: str, defect: Defect, json_mode: bool) -> None:
+        """An unreadable region: a JSON object in place of a batch, or a text line."""
+        self.defects += 1
+        if json_mode:
+            self.json(
+                {
+                    "file": path,
+                    "defect": {
+                        "kind": defect.kind,
+                        "position": defect.position,
+                        "length": defect.length,
+                        "detail": defect.detail,
+                    },
+                }
+            )
+        else:
+            self.line(defect_line(defect))
+
+    def finish(self) -> None:
+        """The end-of-run stderr sections, in kafka-dump-log's order and wording (§10.3-10.5)."""
+        for path, pairs in self.index_mismatches.items():
+            self.error(f"Mismatches in :{path}")
+            for index_offset, log_offset in reversed(pairs):  # Kafka prepends to a list
+                self.error(f"  Index offset: {index_offset}, log offset: {log_offset}")
+        for path, pairs in self.time_mismatches.items():
+            self.error(f"Found timestamp mismatch in :{path}")
+            for index_ts, log_ts in pairs:
+                self.error(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}")
+        for path, pairs in self.time_out_of_order.items():
+            self.error(f"Found out of order timestamp in :{path}")
+            for index_ts, prev_ts in pairs:
+                self.error(
+                    f"  Index timestamp: {index_ts}, Previously indexed timestamp: {prev_ts}"
+                )
+        for pairs in self.time_not_found.values():
+            self.error("The following indexed offsets are not found in the log.")
+            for indexed, found in pairs:
+                self.error(f"Indexed offset: {indexed}, found log offset: {found}")
+        for path, (pairs, dropped) in self.non_consecutive.items():
+            self.error(f"Non-consecutive offsets in {path}")
+            if dropped:
+                self.error(f"  ({dropped} later pairs not shown)")
+            for prev, nxt in reversed(pairs):
+                self.error(f"  {prev} is followed by {nxt}")
