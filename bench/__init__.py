@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): each module here with a `main(argv)` is one bench, run by `python -m bench NAME`."""
