@@ -1,0 +1,1094 @@
+"""The segment manager of one partition (Kafka's `UnifiedLog` + `LocalLog`), all I/O through a Disk.
+
+Mutations (append, roll, flush, retention, truncation, close) hold one lock, as Kafka's
+`UnifiedLog.lock`. Readers take no lock: the segment list is an immutable tuple swapped atomically
+(copy-on-write; Kafka uses a concurrent skip list to the same end), and a reader pins the segment it
+reads, so a segment whose delete delay runs out while it is being read is closed only afterwards.
+
+Loading (`Log.open`) trusts the files as a broker does after a clean shutdown: it does not recover.
+A directory that needs recovery (a torn active segment, `.swap` leftovers) is refused with
+`LogNotCleanError`, which says to run `logrepair repair`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import logging
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import NamedTuple
+
+from ..format.batch import (
+    ControlType,
+    EndTransactionMarker,
+    Record,
+    RecordBatch,
+    build_batch,
+    build_end_txn_marker,
+)
+from ..format.errors import Defect, FormatError
+from ..format.walker import Walker
+from . import layout
+from .clock import Clock, SystemClock
+from .disk import Disk, join, parent_of
+from .leader_epoch import EpochEntry, write_leader_epochs
+from .leader_epoch_cache import LeaderEpochCache
+from .log_config import INT_MAX, LogConfig
+from .log_errors import (
+    InvalidRecordsError,
+    LogError,
+    LogNotCleanError,
+    LogStorageError,
+    OffsetOutOfRangeError,
+    RecordTooLargeError,
+    UnexpectedAppendOffsetError,
+)
+from .log_loader import (
+    load_file_names,
+    load_producer_state,
+    open_segment,
+    read_epoch_checkpoint,
+    snapshot_offsets,
+)
+from .producer_snapshot import write_snapshot
+from .producer_state import ProducerState, ProducerStateError
+from .scheduler import Scheduler
+from .segment import CorruptSegmentError, RollParams, Segment
+from .time_index import NO_TIMESTAMP, TimestampOffset
+from .txn_index import AbortedTxn
+
+log = logging.getLogger(__name__)
+
+EARLIEST_TIMESTAMP = -2
+LATEST_TIMESTAMP = -1
+MAX_TIMESTAMP = -3
+
+
+class ProducerRecord(NamedTuple):
+    """A record to append as the leader; `timestamp=None` means now."""
+
+    key: bytes | None
+    value: bytes | None
+    timestamp: int | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+class AppendInfo(NamedTuple):
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    size: int
+
+
+class FetchResult(NamedTuple):
+    """Whole batches read from one segment; `data` is empty at the log end."""
+
+    offset: int
+    segment_base_offset: int | None
+    position: int | None
+    data: bytes
+
+
+class _LogEnd(NamedTuple):
+    """Kafka's `nextOffsetMetadata`, captured by readers in one read."""
+
+    offset: int
+    segment_base_offset: int
+    position: int
+
+
+class _SegmentList(NamedTuple):
+    segments: tuple[Segment, ...]
+    bases: tuple[int, ...]
+
+
+def _segment_list(segments: Iterable[Segment]) -> _SegmentList:
+    ordered = tuple(sorted(segments, key=lambda s: s.base_offset))
+    return _SegmentList(ordered, tuple(s.base_offset for s in ordered))
+
+
+class Log:
+    """One partition directory: its segments, log start offset, recovery point and high watermark."""
+
+    def __init__(
+        self,
+        disk: Disk,
+        dir: str,
+        topic_partition: layout.TopicPartition,
+        config: LogConfig,
+        clock: Clock,
+        scheduler: Scheduler,
+        segments: Sequence[Segment],
+        *,
+        log_start_offset: int,
+        recovery_point: int,
+        high_watermark: int,
+        log_end_offset: int,
+        epoch_entries: Iterable[EpochEntry],
+        producer_state: ProducerState,
+    ) -> None:
+        """Use `Log.open`; this wires up what it loaded."""
+        self.disk = disk
+        self.dir = dir
+        self.topic_partition = topic_partition
+        self.config = config
+        self.clock = clock
+        self.scheduler = scheduler
+        self._lock = threading.RLock()
+        self._list = _segment_list(segments)
+        active = self._list.segments[-1]
+        self._end = _LogEnd(log_end_offset, active.base_offset, active.size)
+        self._log_start_offset = log_start_offset
+        self._recovery_point = recovery_point
+        self._high_watermark = high_watermark
+        self._last_flush_ms = clock.milliseconds()
+        self.leader_epoch_cache = LeaderEpochCache(self._write_epoch_checkpoint, epoch_entries)
+        self._producer_state = producer_state
+        self._last_snapshot_offset = -1
+        self._retired: list[Segment] = []
+        self._offline: str | None = None
+        self._closed = False
+
+    # --- loading ---------------------------------------------------------------------------------
+
+    @classmethod
+    def open(
+        cls,
+        disk: Disk,
+        dir: str,
+        config: LogConfig | None = None,
+        *,
+        clock: Clock | None = None,
+        scheduler: Scheduler | None = None,
+        log_start_offset: int = 0,
+        recovery_point: int | None = None,
+        high_watermark: int | None = None,
+    ) -> Log:
+        """Loads a partition directory (created, with one empty segment, if missing or empty).
+
+        `log_start_offset`, `recovery_point` and `high_watermark` are the checkpointed values
+        (a log dir's root files hold them); `recovery_point=None` means a clean shutdown, so the
+        recovery point is the log end, and `high_watermark=None` starts it at the log start."""
+        config = config or LogConfig()
+        clock = clock or SystemClock()
+        scheduler = scheduler or Scheduler(clock)
+        name = dir.rstrip("/").rpartition("/")[2]
+        try:
+            tp = layout.parse_partition_dir_name(name, dir).topic_partition
+        except layout.LayoutError as e:
+            raise LogError(str(e)) from None
+        if not disk.exists(dir):
+            disk.make_dirs(dir)
+            disk.fsync_dir(parent_of(dir))
+        elif not disk.is_dir(dir):
+            raise LogError(f"{dir} is not a directory")
+        bases, snapshots = load_file_names(disk, dir)
+        segments: list[Segment] = []
+        try:
+            return cls._load(
+                disk, dir, tp, config, clock, scheduler, bases, snapshots, segments,
+                log_start_offset, recovery_point, high_watermark,
+            )  # fmt: skip
+        except CorruptSegmentError as e:
+            for s in segments:
+                s.close_handlers()
+            raise LogNotCleanError(f"{e}; run `logrepair repair` first") from None
+        except BaseException:
+            for s in segments:
+                s.close_handlers()
+            raise
+
+    @classmethod
+    def _load(
+        cls,
+        disk: Disk,
+        dir: str,
+        tp: layout.TopicPartition,
+        config: LogConfig,
+        clock: Clock,
+        scheduler: Scheduler,
+        bases: list[int],
+        snapshots: list[int],
+        segments: list[Segment],
+        log_start_offset: int,
+        recovery_point: int | None,
+        high_watermark: int | None,
+    ) -> Log:
+        """The body of `open`; every segment it opens goes into `segments` (closed on failure)."""
+        for base in bases:
+            segments.append(open_segment(disk, dir, base, config, clock))
+        if not segments:
+            segments.append(Segment.create(disk, dir, log_start_offset, config, clock))
+            disk.fsync_dir(dir)
+        active = segments[-1]
+        active.resize_indexes(config.segment_index_bytes)
+        leo, end = active.next_offset_and_end()
+        if end != active.size:
+            raise LogNotCleanError(
+                f"{active.log_path} does not end with a whole batch (the last valid one ends "
+                f"at byte {end} of {active.size}); run `logrepair repair` first"
+            )
+        doomed: list[Segment] = []
+        if leo < log_start_offset:
+            # Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd (KAFKA-10101): nothing left is
+            # visible, so the log starts over, empty, at the log start offset.
+            log.warning(
+                "Deleting all segments because logEndOffset (%d) is smaller than logStartOffset "
+                "%d. This could happen if segment files were deleted from the file system.",
+                leo,
+                log_start_offset,
+            )
+            doomed = list(segments)
+            for s in doomed:
+                s.change_file_suffixes("", layout.DELETED_SUFFIX)
+            for offset in snapshots:
+                disk.unlink(join(dir, layout.snapshot_file_name(offset)))
+            snapshots = []
+            segments.append(Segment.create(disk, dir, log_start_offset, config, clock))
+            segments[-1].resize_indexes(config.segment_index_bytes)
+            disk.fsync_dir(dir)
+            leo = log_start_offset
+        live = segments[len(doomed) :]
+        lso = max(log_start_offset, live[0].base_offset)
+        rp = leo if recovery_point is None else min(recovery_point, leo)
+        rp = max(rp, lso)
+        hw = lso if high_watermark is None else min(max(high_watermark, lso), leo)
+        epoch_entries = read_epoch_checkpoint(disk, dir)
+        producer_state, snapshot_offset = load_producer_state(disk, dir, snapshots, lso, leo)
+        self = cls(
+            disk,
+            dir,
+            tp,
+            config,
+            clock,
+            scheduler,
+            live,
+            log_start_offset=lso,
+            recovery_point=rp,
+            high_watermark=hw,
+            log_end_offset=leo,
+            epoch_entries=epoch_entries,
+            producer_state=producer_state,
+        )
+        self._last_snapshot_offset = snapshot_offset
+        if doomed:
+            self._schedule_delete(doomed)
+            self.leader_epoch_cache.clear_and_flush()
+        self.leader_epoch_cache.truncate_from_end(leo)
+        self.leader_epoch_cache.truncate_from_start(log_start_offset)
+        if producer_state.map_end_offset < leo:
+            self._replay_producer_state(producer_state, producer_state.map_end_offset, leo)
+            self._take_snapshot(sync=True)
+        return self
+
+    # --- state -----------------------------------------------------------------------------------
+
+    @property
+    def segments(self) -> tuple[Segment, ...]:
+        """The segments, oldest first: an immutable snapshot that later changes do not touch."""
+        return self._list.segments
+
+    @property
+    def active_segment(self) -> Segment:
+        return self._list.segments[-1]
+
+    @property
+    def log_start_offset(self) -> int:
+        return self._log_start_offset
+
+    @property
+    def log_end_offset(self) -> int:
+        return self._end.offset
+
+    @property
+    def recovery_point(self) -> int:
+        return self._recovery_point
+
+    @property
+    def high_watermark(self) -> int:
+        return self._high_watermark
+
+    @property
+    def size(self) -> int:
+        return sum(s.size for s in self._list.segments)
+
+    @property
+    def unflushed_messages(self) -> int:
+        return self._end.offset - self._recovery_point
+
+    @property
+    def offline(self) -> bool:
+        return self._offline is not None
+
+    @property
+    def producer_state(self) -> ProducerState:
+        return self._producer_state
+
+    def __repr__(self) -> str:
+        return (
+            f"Log(partition={self.topic_partition}, dir={self.dir}, "
+            f"logStartOffset={self._log_start_offset}, logEndOffset={self._end.offset})"
+        )
+
+    def _set_segments(self, segments: Iterable[Segment]) -> None:
+        self._list = _segment_list(segments)
+        self._update_end(self._end.offset)
+
+    def _update_end(self, offset: int) -> None:
+        active = self._list.segments[-1]
+        self._end = _LogEnd(offset, active.base_offset, active.size)
+        if self._recovery_point > offset:
+            self._recovery_point = offset
+
+    def _mutating(self, what: str) -> _Mutation:
+        return _Mutation(self, what)
+
+    # --- append ----------------------------------------------------------------------------------
+
+    def append(
+        self,
+        records: Sequence[ProducerRecord],
+        *,
+        leader_epoch: int = 0,
+        codec: int = 0,
+        producer_id: int = -1,
+        producer_epoch: int = -1,
+        base_sequence: int = -1,
+        is_transactional: bool = False,
+    ) -> AppendInfo:
+        """Appends one batch as the leader: offsets from the log end, the partition leader epoch
+        stamped, CreateTime or LogAppendTime per `message.timestamp.type`. As a single-replica
+        leader, the high watermark follows the log end."""
+        if not records:
+            raise ValueError("no records to append")
+        with self._mutating(
+            f"Error while appending records to {self.topic_partition} in dir {self.dir}"
+        ):
+            now = self.clock.milliseconds()
+            base = self._end.offset
+            log_append = self.config.message_timestamp_type == "LogAppendTime"
+            batch = build_batch(
+                (
+                    Record(
+                        base + i,
+                        now if r.timestamp is None else r.timestamp,
+                        r.key,
+                        r.value,
+                        tuple(r.headers),
+                    )
+                    for i, r in enumerate(records)
+                ),
+                base_offset=base,
+                codec=codec,
+                timestamp_type="append" if log_append else "create",
+                log_append_time=now if log_append else None,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                base_sequence=base_sequence,
+                is_transactional=is_transactional,
+                partition_leader_epoch=leader_epoch,
+            )
+            info = self._append([RecordBatch(memoryview(batch))], batch, leader=True)
+            self._high_watermark = self._end.offset
+            return info
+
+    def append_end_txn(
+        self,
+        producer_id: int,
+        producer_epoch: int,
+        *,
+        commit: bool,
+        coordinator_epoch: int = 0,
+        leader_epoch: int = 0,
+    ) -> AppendInfo:
+        """Appends a COMMIT or ABORT marker as the transaction coordinator has the leader do."""
+        with self._mutating(
+            f"Error while appending records to {self.topic_partition} in dir {self.dir}"
+        ):
+            marker = EndTransactionMarker(
+                ControlType.COMMIT if commit else ControlType.ABORT, coordinator_epoch
+            )
+            batch = build_end_txn_marker(
+                marker,
+                base_offset=self._end.offset,
+                producer_id=producer_id,
+                producer_epoch=producer_epoch,
+                timestamp=self.clock.milliseconds(),
+                partition_leader_epoch=leader_epoch,
+            )
+            info = self._append([RecordBatch(memoryview(batch))], batch, leader=True)
+            self._high_watermark = self._end.offset
+            return info
+
+    def append_batches(self, data: bytes | bytearray | memoryview) -> AppendInfo:
+        """Appends already-built batches with their own offsets, as a follower does.
+
+        The first offset must be at or above the log end (gaps are fine: compacted data); a
+        partial batch at the end is dropped, as Kafka trims it; anything else invalid is refused."""
+        # The batches are views into the data: immutable bytes keep them valid after the call.
+        if not isinstance(data, bytes):
+            data = bytes(data)
+        batches: list = []
+        for item in Walker(data, file_size=len(data)):
+            if isinstance(item, Defect):
+                if item.kind == "torn_tail" and batches:
+                    break
+                raise InvalidRecordsError(
+                    f"Invalid records in append to {self.topic_partition} at byte "
+                    f"{item.position}: {item.kind}: {item.detail}"
+                )
+            batches.append(item)
+        if not batches:
+            raise InvalidRecordsError(f"no whole batch in append to {self.topic_partition}")
+        end = batches[-1].position + batches[-1].size
+        valid = data if end == len(data) else data[:end]
+        with self._mutating(
+            f"Error while appending records to {self.topic_partition} in dir {self.dir}"
+        ):
+            first = batches[0]
+            leo = self._end.offset
+            first_known = first.magic >= 2
+            first_offset = first.base_offset if first_known else first.last_offset
+            if first_offset < leo:
+                which = "First offset" if first_known else "Last offset of the first batch"
+                raise UnexpectedAppendOffsetError(
+                    f"Unexpected offset in append to {self.topic_partition}. {which} {first_offset} "
+                    f"is less than the next offset {leo}. First 10 offsets in append: "
+                    f"{[b.last_offset for b in batches[:10]]}, last offset in append: "
+                    f"{batches[-1].last_offset}. Log start offset = {self._log_start_offset}"
+                )
+            return self._append(batches, valid, leader=False)
+
+    def _append(self, batches: list, data: bytes, *, leader: bool) -> AppendInfo:
+        config = self.config
+        if len(data) > config.segment_bytes:
+            raise RecordTooLargeError(
+                f"Message batch size is {len(data)} bytes in append to partition "
+                f"{self.topic_partition} which exceeds the maximum configured segment size of "
+                f"{config.segment_bytes}."
+            )
+        limit = config.max_message_bytes if leader else None
+        first = batches[0]
+        first_offset = first.base_offset if first.magic >= 2 else None
+        last_offset = batches[-1].last_offset
+        max_ts, ts_offset = NO_TIMESTAMP, last_offset
+        with_producer = False
+        for b in batches:
+            if limit is not None and b.size > limit:
+                raise RecordTooLargeError(
+                    f"The record batch size {b.size} bytes in the append to "
+                    f"{self.topic_partition} exceeds the maximum configured value ({limit} bytes)."
+                )
+            ts = b.max_timestamp
+            if ts is not None and ts > max_ts:
+                max_ts, ts_offset = ts, b.last_offset
+            if b.magic >= 2 and b.producer_id >= 0:
+                with_producer = True
+        aborted = []
+        if with_producer:
+            state = ProducerState(self._producer_state.map_end_offset, self._producer_state.entries)
+            try:
+                for b in batches:
+                    txn = state.append_batch(b)
+                    if txn is not None:
+                        aborted.append(txn)
+            except (ProducerStateError, FormatError) as e:
+                raise InvalidRecordsError(
+                    f"Invalid append to {self.topic_partition}: {e}"
+                ) from None
+        else:
+            state = self._producer_state
+        cache = self.leader_epoch_cache
+        for b in batches:
+            if b.magic >= 2:
+                if b.partition_leader_epoch >= 0:
+                    cache.assign(b.partition_leader_epoch, b.base_offset)
+            elif cache.latest is not None:
+                log.warning(
+                    "Clearing leader epoch cache after unexpected append with message format v%d",
+                    b.magic,
+                )
+                cache.clear_and_flush()
+        segment = self._maybe_roll(len(data), max_ts, last_offset, first_offset)
+        segment.append(last_offset, max_ts, ts_offset, data)
+        # The log end moves before the txn index is written (KAFKA-7866).
+        self._update_end(last_offset + 1)
+        state.map_end_offset = last_offset + 1
+        self._producer_state = state
+        for txn in aborted:
+            segment.update_txn_index(txn)
+        if self._end.offset - self._recovery_point >= config.flush_messages:
+            self._flush(self._end.offset, inclusive=False)
+        return AppendInfo(
+            first_offset if first_offset is not None else first.last_offset,
+            last_offset,
+            max_ts,
+            ts_offset,
+            len(data),
+        )
+
+    # --- roll ------------------------------------------------------------------------------------
+
+    def _maybe_roll(
+        self, messages_size: int, max_timestamp: int, last_offset: int, first_offset: int | None
+    ) -> Segment:
+        segment = self.active_segment
+        params = RollParams(
+            self.config.max_segment_ms,
+            self.config.segment_bytes,
+            max_timestamp,
+            last_offset,
+            messages_size,
+            self.clock.milliseconds(),
+        )
+        if not segment.should_roll(params):
+            return segment
+        # Without the first offset (v0/v1 follower data), Kafka's heuristic keeps every offset
+        # of the append representable in the new segment (KAFKA-6530).
+        return self._roll(first_offset if first_offset is not None else last_offset - INT_MAX)
+
+    def roll(self, expected_next_offset: int | None = None) -> Segment:
+        """Starts a new active segment at the log end (spec §2.3)."""
+        with self._mutating(
+            f"Error while rolling log segment for {self.topic_partition} in dir {self.dir}"
+        ):
+            return self._roll(expected_next_offset)
+
+    def _roll(self, expected_next_offset: int | None) -> Segment:
+        leo = self._end.offset
+        new_offset = max(expected_next_offset or 0, leo)
+        active = self.active_segment
+        text = f"with start offset {new_offset} =max(provided offset = {expected_next_offset}, LEO = {leo})"
+        if new_offset in self._list.bases:
+            if active.base_offset != new_offset or active.size != 0:
+                existing = self._list.segments[self._list.bases.index(new_offset)]
+                raise LogError(
+                    f"Trying to roll a new log segment for topic partition {self.topic_partition} "
+                    f"{text} while it already exists. Existing segment is {existing}."
+                )
+            log.warning(
+                "Trying to roll a new log segment %s while it already exists and is active with size 0.",
+                text,
+            )
+            new = self._create_and_delete_segment(new_offset, active, "log roll")
+        elif new_offset < active.base_offset:
+            raise LogError(
+                f"Trying to roll a new log segment for topic partition {self.topic_partition} "
+                f"{text} lower than start offset of the active segment {active}"
+            )
+        else:
+            for suffix in (
+                layout.LOG_SUFFIX,
+                layout.INDEX_SUFFIX,
+                layout.TIME_INDEX_SUFFIX,
+                layout.TXN_INDEX_SUFFIX,
+            ):
+                path = join(self.dir, layout.segment_file_name(new_offset, suffix))
+                if self.disk.exists(path):
+                    log.warning(
+                        "Newly rolled segment file %s already exists; deleting it first", path
+                    )
+                    self.disk.unlink(path)
+            active.on_become_inactive()
+            new = Segment.create(self.disk, self.dir, new_offset, self.config, self.clock)
+            self._set_segments((*self._list.segments, new))
+        self._producer_state.map_end_offset = max(
+            self._producer_state.map_end_offset, new.base_offset
+        )
+        snapshot = self._take_snapshot(sync=False)
+        self.scheduler.schedule(
+            "flush-log", 0, lambda: self._flush_after_roll(snapshot, new.base_offset)
+        )
+        return new
+
+    def _flush_after_roll(self, snapshot: str | None, new_base: int) -> None:
+        """Kafka's post-roll `flush-log` task: the new snapshot, then everything below the new segment."""
+        with self._lock:
+            if self._closed or self._offline is not None:
+                return
+            with self._mutating(
+                f"Error while flushing log for {self.topic_partition} in dir {self.dir}"
+            ):
+                if snapshot is not None and self.disk.exists(snapshot):
+                    with self.disk.open(snapshot, write=True) as f:
+                        f.fsync()
+                self._flush(new_base, inclusive=False)
+
+    def _create_and_delete_segment(self, new_offset: int, old: Segment, reason: str) -> Segment:
+        """Replaces `old` by a new empty segment at `new_offset`, never leaving the list without
+        an active segment (KAFKA-12875)."""
+        if new_offset == old.base_offset:
+            old.change_file_suffixes("", layout.DELETED_SUFFIX)
+        new = Segment.create(self.disk, self.dir, new_offset, self.config, self.clock)
+        self._set_segments([*(s for s in self._list.segments if s is not old), new])
+        log.info("Deleting segments as part of %s: %s", reason, [old])
+        if old.suffix != layout.DELETED_SUFFIX:
+            old.change_file_suffixes("", layout.DELETED_SUFFIX)
+        self._schedule_delete([old])
+        return new
+
+    # --- flush -----------------------------------------------------------------------------------
+
+    def flush(self, *, inclusive: bool = False) -> None:
+        """fsyncs everything up to the log end and moves the recovery point there.
+
+        `inclusive` also flushes an empty active segment (creating its index files), as a
+        broker's shutdown does (KAFKA-13603)."""
+        with self._mutating(
+            f"Error while flushing log for {self.topic_partition} in dir {self.dir}"
+        ):
+            self._flush(self._end.offset, inclusive=inclusive)
+
+    def flush_if_due(self, now: int | None = None) -> bool:
+        """The LogManager flusher's check: flushes when `flush.ms` has passed since the last flush."""
+        now = self.clock.milliseconds() if now is None else now
+        with self._lock:
+            if now - self._last_flush_ms < self.config.flush_ms:
+                return False
+            self.flush()
+            return True
+
+    def _flush(self, offset: int, *, inclusive: bool) -> None:
+        flush_offset = offset + 1 if inclusive else offset
+        old_rp = self._recovery_point
+        if flush_offset <= old_rp:
+            return
+        segments = self._segments_in_range(old_rp, flush_offset)
+        for segment in segments:
+            segment.flush()
+        if any(s.base_offset >= old_rp for s in segments):
+            self.disk.fsync_dir(self.dir)
+        # A post-roll flush that runs after a truncation below the rolled offset must not put
+        # the recovery point past the log end (Kafka has the same window; it is short there).
+        if min(offset, self._end.offset) > self._recovery_point:
+            self._recovery_point = min(offset, self._end.offset)
+        self._last_flush_ms = self.clock.milliseconds()
+
+    def _segments_in_range(self, start: int, end: int) -> list[Segment]:
+        """Kafka's `LogSegments.values(from, to)`: includes the segment holding `start`."""
+        if start == end:
+            return []
+        if end < start:
+            raise ValueError(
+                f"Invalid log segment range: requested segments in {self.topic_partition} from "
+                f"offset {start} which is greater than limit offset {end}"
+            )
+        segments, bases = self._list
+        first = max(0, bisect.bisect_right(bases, start) - 1)
+        return [s for s in segments[first:] if s.base_offset < end]
+
+    # --- retention -------------------------------------------------------------------------------
+
+    def delete_old_segments(self) -> int:
+        """One retention pass: log start offset, then size, then time (spec §4.2); returns the
+        number of segments deleted."""
+        with self._mutating(
+            f"Error while deleting segments for {self.topic_partition} in dir {self.dir}"
+        ):
+            deleted = self._delete_log_start_offset_breached()
+            if self.config.delete:
+                deleted += self._delete_retention_size_breached()
+                deleted += self._delete_retention_ms_breached()
+            return deleted
+
+    def _delete_log_start_offset_breached(self) -> int:
+        lso = self._log_start_offset
+
+        def breached(segment: Segment, next_segment: Segment | None) -> bool:
+            return next_segment is not None and next_segment.base_offset <= lso
+
+        return self._delete_old(breached, f"Deleting segments due to log start offset {lso} breach")
+
+    def _delete_retention_size_breached(self) -> int:
+        limit = self.config.retention_bytes
+        size = self.size
+        if limit < 0 or size < limit:
+            return 0
+        diff = size - limit
+
+        def breached(segment: Segment, next_segment: Segment | None) -> bool:
+            nonlocal diff
+            if diff - segment.size >= 0:
+                diff -= segment.size
+                return True
+            return False
+
+        return self._delete_old(
+            breached, f"Deleting segments due to log retention size {limit} breach"
+        )
+
+    def _delete_retention_ms_breached(self) -> int:
+        limit = self.config.retention_ms
+        if limit < 0:
+            return 0
+        now = self.clock.milliseconds()
+
+        def breached(segment: Segment, next_segment: Segment | None) -> bool:
+            return now - segment.largest_timestamp > limit
+
+        return self._delete_old(
+            breached, f"Deleting segments due to log retention time {limit}ms breach"
+        )
+
+    def _delete_old(self, predicate: Callable[[Segment, Segment | None], bool], reason: str) -> int:
+        deletable = self._deletable_segments(predicate)
+        if not deletable:
+            return 0
+        if len(deletable) == len(self._list.segments):
+            # Every segment goes, the active one too: roll first so a new active exists (§4.3).
+            self._roll(None)
+        after = self._list.segments[len(deletable)]
+        self._maybe_increment_log_start_offset(after.base_offset, "segment deletion")
+        log.info("%s: %s", reason, deletable)
+        self._remove_and_delete_segments(deletable)
+        return len(deletable)
+
+    def _deletable_segments(
+        self, predicate: Callable[[Segment, Segment | None], bool]
+    ) -> list[Segment]:
+        segments = self._list.segments
+        hw = self._high_watermark
+        out: list[Segment] = []
+        for i, segment in enumerate(segments):
+            next_segment = segments[i + 1] if i + 1 < len(segments) else None
+            upper = next_segment.base_offset if next_segment is not None else self._end.offset
+            last_and_empty = next_segment is None and segment.size == 0
+            if hw >= upper and not last_and_empty and predicate(segment, next_segment):
+                out.append(segment)
+            else:
+                break
+        return out
+
+    def increment_log_start_offset(
+        self, offset: int, reason: str = "client delete records request"
+    ) -> None:
+        """Moves the log start offset up (delete-records); whole segments below it go at the next
+        retention pass."""
+        with self._mutating(f"Error while incrementing log start offset of {self.topic_partition}"):
+            self._maybe_increment_log_start_offset(offset, reason)
+
+    def _maybe_increment_log_start_offset(self, offset: int, reason: str) -> None:
+        if offset > self._high_watermark:
+            raise OffsetOutOfRangeError(
+                f"Cannot increment the log start offset to {offset} of partition "
+                f"{self.topic_partition} since it is larger than the high watermark {self._high_watermark}"
+            )
+        if offset <= self._log_start_offset:
+            return
+        self._log_start_offset = offset
+        self._recovery_point = max(self._recovery_point, offset)
+        self.leader_epoch_cache.truncate_from_start(offset)
+        self._producer_state.on_log_start_offset_incremented(offset)
+        log.info("Incremented log start offset to %d due to %s", offset, reason)
+
+    def update_high_watermark(self, offset: int) -> int:
+        """Sets the high watermark, clamped to [log start, log end] as Kafka clamps it."""
+        with self._lock:
+            self._high_watermark = min(max(offset, self._log_start_offset), self._end.offset)
+            return self._high_watermark
+
+    # --- deletion --------------------------------------------------------------------------------
+
+    def _remove_and_delete_segments(self, segments: list[Segment]) -> None:
+        """Kafka's two-step delete: out of the list at once, files renamed `.deleted` now (no
+        directory fsync), removed after `file.delete.delay.ms`."""
+        gone = set(map(id, segments))
+        self._set_segments(s for s in self._list.segments if id(s) not in gone)
+        for segment in segments:
+            segment.change_file_suffixes("", layout.DELETED_SUFFIX)
+        self._schedule_delete(segments)
+        for segment in segments:
+            self._retire_snapshot(segment.base_offset)
+
+    def _schedule_delete(self, segments: list[Segment]) -> None:
+        self._retired.extend(segments)
+
+        def delete() -> None:
+            with self._lock:
+                if self._closed:
+                    return
+                for segment in segments:
+                    self._retired.remove(segment)
+            log.info("Deleting segment files %s", segments)
+            for segment in segments:
+                segment.delete_files_when_idle()
+
+        self.scheduler.schedule("delete-file", self.config.file_delete_delay_ms, delete)
+
+    def _retire_snapshot(self, offset: int) -> None:
+        path = join(self.dir, layout.snapshot_file_name(offset))
+        if not self.disk.exists(path):
+            return
+        deleted = path + layout.DELETED_SUFFIX
+        self.disk.rename(path, deleted)
+
+        def delete() -> None:
+            if self.disk.exists(deleted):
+                self.disk.unlink(deleted)
+
+        self.scheduler.schedule(
+            "delete-producer-snapshot", self.config.file_delete_delay_ms, delete
+        )
+
+    def run_pending(self, now: int | None = None) -> int:
+        """Runs the delayed tasks that are due (deletes of `.deleted` files, post-roll flushes)."""
+        return self.scheduler.run_pending(now)
+
+    # --- truncation ------------------------------------------------------------------------------
+
+    def truncate_to(self, target: int) -> bool:
+        """Follower truncation (spec §5.1): removes every batch holding an offset ≥ `target`.
+
+        Returns False when there was nothing to remove."""
+        if target < 0:
+            raise ValueError(
+                f"Cannot truncate partition {self.topic_partition} to a negative offset ({target})."
+            )
+        with self._mutating(
+            f"Error while truncating log to offset {target} for {self.topic_partition} in dir {self.dir}"
+        ):
+            leo = self._end.offset
+            if target >= leo:
+                log.info(
+                    "Truncating to %d has no effect as the largest offset in the log is %d",
+                    target,
+                    leo - 1,
+                )
+                self.leader_epoch_cache.truncate_from_end(leo)
+                return False
+            log.info("Truncating to offset %d", target)
+            if self._list.segments[0].base_offset > target:
+                self._truncate_fully_and_start_at(target, None)
+                return True
+            doomed = [s for s in self._list.segments if s.base_offset > target]
+            if doomed:
+                log.info("Deleting segments as part of log truncation: %s", doomed)
+                self._remove_and_delete_segments(doomed)
+            self.active_segment.truncate_to(target)
+            self._update_end(target)
+            self.leader_epoch_cache.truncate_from_end(target)
+            self._log_start_offset = min(target, self._log_start_offset)
+            self._rebuild_producer_state(target)
+            if self._high_watermark >= target:
+                self._high_watermark = target
+            return True
+
+    def truncate_fully_and_start_at(
+        self, new_offset: int, log_start_offset: int | None = None
+    ) -> None:
+        """Empties the log and starts it again at `new_offset` (spec §5.3)."""
+        if new_offset < 0:
+            raise ValueError(
+                f"Cannot start partition {self.topic_partition} at a negative offset ({new_offset})."
+            )
+        with self._mutating(
+            f"Error while truncating the entire log for {self.topic_partition} in dir {self.dir}"
+        ):
+            self._truncate_fully_and_start_at(new_offset, log_start_offset)
+
+    def _truncate_fully_and_start_at(self, new_offset: int, log_start_offset: int | None) -> None:
+        *older, last = self._list.segments
+        if older:
+            log.info("Deleting segments as part of log truncation: %s", older)
+            self._remove_and_delete_segments(list(older))
+        self._create_and_delete_segment(new_offset, last, "log truncation")
+        self._update_end(new_offset)
+        self.leader_epoch_cache.clear_and_flush()
+        self._producer_state.truncate_fully_and_start_at(new_offset)
+        for offset in snapshot_offsets(self.disk, self.dir):
+            self.disk.unlink(join(self.dir, layout.snapshot_file_name(offset)))
+        self._last_snapshot_offset = -1
+        self._log_start_offset = new_offset if log_start_offset is None else log_start_offset
+        self._high_watermark = new_offset
+
+    # --- producer state --------------------------------------------------------------------------
+
+    def _take_snapshot(self, *, sync: bool) -> str | None:
+        """Writes `<map end offset>.snapshot` unless one at that offset was already written."""
+        offset = self._producer_state.map_end_offset
+        if offset <= self._last_snapshot_offset:
+            return None
+        path = join(self.dir, layout.snapshot_file_name(offset))
+        write_snapshot(self.disk, path, list(self._producer_state.entries), sync=sync)
+        self._last_snapshot_offset = offset
+        return path
+
+    def _rebuild_producer_state(self, target: int) -> None:
+        """After truncation: drop snapshots past `target`, reload the newest one left, replay the
+        batches after it up to `target`, snapshot at `target` (Kafka's `rebuildProducerState`)."""
+        offsets = snapshot_offsets(self.disk, self.dir)
+        for offset in offsets:
+            if offset > target:
+                self.disk.unlink(join(self.dir, layout.snapshot_file_name(offset)))
+        kept = [o for o in offsets if o <= target]
+        state, snapshot_offset = load_producer_state(
+            self.disk, self.dir, kept, self._log_start_offset, target
+        )
+        if state.map_end_offset < target:
+            self._replay_producer_state(state, state.map_end_offset, target)
+        self._producer_state = state
+        self._last_snapshot_offset = snapshot_offset
+        self._take_snapshot(sync=True)
+
+    def _replay_producer_state(self, state: ProducerState, start: int, end: int) -> None:
+        for segment in self._segments_in_range(start, end):
+            position = segment.offset_index.lookup(start).position
+            for entry in segment.entries(position):
+                if entry.base_offset >= end:
+                    break
+                if entry.last_offset < start:
+                    continue
+                if entry.magic >= 2 and entry.producer_id >= 0:
+                    state.append_batch(segment.read_batch(entry))
+        state.map_end_offset = end
+
+    # --- reads -----------------------------------------------------------------------------------
+
+    def read(self, offset: int, max_bytes: int, *, min_one_message: bool = True) -> FetchResult:
+        """Whole batches from the one holding `offset`, up to `max_bytes` (at least one batch when
+        `min_one_message`). Lock-free: never sees a closed file, never bytes past the log end it
+        captured first."""
+        end = self._end
+        lso = self._log_start_offset
+        if offset == end.offset:
+            return FetchResult(offset, None, None, b"")
+        if offset < lso or offset > end.offset:
+            raise OffsetOutOfRangeError(
+                f"Received request for offset {offset} for partition {self.topic_partition}, but "
+                f"we only have log segments in the range {lso} to {end.offset}."
+            )
+        while True:
+            segments, bases = self._list
+            i = max(0, bisect.bisect_right(bases, offset) - 1)
+            retry = False
+            while i < len(segments):
+                segment = segments[i]
+                if not segment.pin():
+                    retry = True
+                    break
+                try:
+                    max_position = (
+                        end.position if segment.base_offset == end.segment_base_offset else None
+                    )
+                    found = segment.read(offset, max_bytes, max_position, min_one_message)
+                finally:
+                    segment.unpin()
+                if found is not None:
+                    return FetchResult(
+                        offset, found.segment_base_offset, found.position, found.data
+                    )
+                i += 1
+            if not retry:
+                return FetchResult(offset, None, None, b"")
+
+    def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
+        """Kafka's `fetchOffsetByTimestamp`: the first record with a timestamp ≥ `timestamp`;
+        -2 (earliest) gives the log start, -1 (latest) the log end, -3 the max timestamp."""
+        if timestamp == EARLIEST_TIMESTAMP:
+            return TimestampOffset(NO_TIMESTAMP, self._log_start_offset)
+        if timestamp == LATEST_TIMESTAMP:
+            return TimestampOffset(NO_TIMESTAMP, self._end.offset)
+        segments = self._list.segments
+        if timestamp == MAX_TIMESTAMP:
+            best = max((s.max_timestamp_so_far for s in segments), key=lambda t: t.timestamp)
+            return best if best.timestamp >= 0 else None
+        if timestamp < 0:
+            raise ValueError(f"invalid target timestamp {timestamp}")
+        for segment in segments:
+            if segment.largest_timestamp >= timestamp:
+                return segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
+        return None
+
+    def collect_aborted_transactions(
+        self, start_offset: int, upper_bound_offset: int
+    ) -> list[AbortedTxn]:
+        """The aborted transactions overlapping [start, upper bound), from every segment's txn index."""
+        return [
+            txn
+            for s in self._segments_in_range(start_offset, upper_bound_offset)
+            for txn in s.collect_aborted_txns(start_offset, upper_bound_offset)
+        ]
+
+    # --- close -----------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """A clean shutdown of this log: flush including an empty active segment, producer
+        snapshot at the log end, segments closed (final time entries, trimmed indexes and `.log`).
+
+        An offline log only has its files closed, as Kafka's `closeHandlers`."""
+        with self._lock:
+            if self._closed:
+                return
+            try:
+                if self._offline is None:
+                    with self._mutating(
+                        f"Error while closing log {self.topic_partition} in dir {self.dir}"
+                    ):
+                        self._flush(self._end.offset, inclusive=True)
+                        self._producer_state.map_end_offset = max(
+                            self._producer_state.map_end_offset, self._end.offset
+                        )
+                        self._take_snapshot(sync=True)
+                        for segment in self._list.segments:
+                            segment.close()
+            finally:
+                self._closed = True
+                for segment in (*self._list.segments, *self._retired):
+                    segment.close_handlers()
+
+    def __enter__(self) -> Log:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # --- leader epochs ---------------------------------------------------------------------------
+
+    def _write_epoch_checkpoint(self, entries: list[EpochEntry]) -> None:
+        write_leader_epochs(self.disk, join(self.dir, layout.LEADER_EPOCH_CHECKPOINT), entries)
+
+
+class _Mutation:
+    """The lock plus Kafka's `maybeHandleIOException`: an OSError takes the log offline."""
+
+    def __init__(self, owner: Log, message: str) -> None:
+        self.owner = owner
+        self.message = message
+
+    def __enter__(self) -> None:
+        self.owner._lock.acquire()
+        try:
+            if self.owner._closed:
+                raise LogError(f"{self.owner} is closed")
+            if self.owner._offline is not None:
+                raise LogStorageError(
+                    f"The log dir {parent_of(self.owner.dir)} is already offline due to a previous "
+                    f"IO exception ({self.owner._offline})."
+                )
+        except BaseException:
+            self.owner._lock.release()
+            raise
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        try:
+            if isinstance(exc, OSError):
+                self.owner._offline = f"{self.message}: {exc}"
+                raise LogStorageError(f"{self.message}: {exc}") from exc
+        finally:
+            self.owner._lock.release()
+
+
+__all__ = [
+    "AppendInfo",
+    "FetchResult",
+    "InvalidRecordsError",
+    "Log",
+    "LogError",
+    "LogNotCleanError",
+    "LogStorageError",
+    "OffsetOutOfRangeError",
+    "ProducerRecord",
+    "RecordTooLargeError",
+    "UnexpectedAppendOffsetError",
+]
