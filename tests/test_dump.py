@@ -27,7 +27,8 @@ from logrepair.format.batch import (
     build_control_batch,
     build_end_txn_marker,
 )
-from logrepair.format.crc import crc32c
+from logrepair.format.compression import Codec, compress
+from logrepair.format.crc import crc32, crc32c
 from logrepair.format.legacy import build_legacy_batch
 
 from .decoders.encode import encode
@@ -555,24 +556,51 @@ def test_every_byte_is_a_batch_or_a_defect(parts) -> None:
     assert status == (1 if any("defect" in o for o in objs) else 0)
 
 
-def test_a_region_split_by_scan_windows_is_one_defect() -> None:
-    from logrepair.dump.log import _whole_regions
-    from logrepair.format.errors import Defect
+def test_a_region_longer_than_the_scan_window_is_one_defect(tmp_path, capsys) -> None:
+    """20 MiB of zeros span three 8 MiB scan windows: one defect, named where it starts."""
+    good = [build_batch([Record(o, T0, None, b"value")], base_offset=o) for o in range(2)]
+    hole = 20 << 20
+    path = write_log(tmp_path, good[0], bytes(hole), good[1])
+    status, out, _ = dump(capsys, path, "--json")
+    assert status == 1
+    objs = [json.loads(line) for line in out]
+    n = len(good[0])
+    assert [o.get("position", o.get("defect", {}).get("position")) for o in objs] == [
+        0,
+        n,
+        n + hole,
+    ]
+    defect = objs[1]["defect"]
+    assert (defect["kind"], defect["length"]) == ("bad_length", hole)
+    assert defect["detail"] == (
+        "zero-filled region: Found record size 0 smaller than minimum record overhead (14); "
+        f"{hole} bytes skipped to the next valid batch"
+    )
+    # Cut inside the region by --max-bytes, the dump is silent about it, as kafka-dump-log is.
+    status, out, _ = dump(capsys, path, "--max-bytes", str(n + (10 << 20)))
+    assert status == 0 and len(out) == 3 and out[2].startswith("baseOffset: 0 ")
 
-    note = "; the search goes on in the next window"
-    items = [
-        Defect("bad_length", 0, 100, "size 0" + note, 0),
-        Defect("bad_length", 100, 100, "size 0" + note, 0),
-        Defect("garbage_tail", 200, 50, "50 bytes from a zero-filled header to the end", 0),
-    ]
-    assert list(_whole_regions(iter(items))) == [Defect("bad_length", 0, 250, "size 0", 0)]
-    apart = [Defect("crc_mismatch", 0, 70, "bad", 0), Defect("torn_tail", 70, 9, "torn", 1)]
-    assert list(_whole_regions(iter(apart))) == apart
-    # A region that ended (no note) is not extended by the defect after it.
-    assert list(_whole_regions(iter([*items, Defect("torn_tail", 250, 9, "torn", 1)]))) == [
-        Defect("bad_length", 0, 250, "size 0", 0),
-        Defect("torn_tail", 250, 9, "torn", 1),
-    ]
+
+def test_legacy_wrapper_with_a_corrupt_inner_message(tmp_path, capsys) -> None:
+    """kafka-dump-log shows each inner message's CRC and whether it holds, and goes on."""
+    entries = bytearray(
+        build_legacy_batch(
+            [Record(0, T0, b"a", b"1"), Record(1, T0, b"b", b"2")], magic=1, base_offset=0
+        )
+    )
+    entries[-1] ^= 0x01  # the second message's value: its own CRC no longer holds
+    inner = bytes(entries)  # two entries of equal size, compressed by hand into a gzip wrapper
+    body = struct.pack(">bbq", 1, 1, T0) + struct.pack(">i", -1)
+    value = compress(Codec.GZIP, inner, magic=1)
+    body += struct.pack(">i", len(value)) + value
+    message = struct.pack(">I", crc32(body)) + body
+    path = write_log(tmp_path, struct.pack(">qi", 1, len(message)) + message)
+    status, out, _ = dump(capsys, path, "--deep-iteration")
+    assert status == 0
+    first_crc = struct.unpack_from(">I", inner, 12)[0]
+    second_crc = struct.unpack_from(">I", inner, len(inner) // 2 + 12)[0]
+    assert out[3].endswith(f"isValid: true crc: {first_crc}}}")
+    assert out[4].endswith(f"isValid: false crc: {second_crc}}}")
 
 
 def test_compacted_batch_and_legacy_v0_wrapper(tmp_path, capsys) -> None:

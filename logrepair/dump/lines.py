@@ -56,10 +56,11 @@ def record_lines(
     *,
     metadata: bool,
     parser: Parser | None,
-    legacy_crcs: list[tuple[bool, int]] | None = None,
+    legacy_crcs: list[tuple[int, int]] | None = None,
 ) -> Iterator[str]:
-    """The record lines of a deep iteration over one batch. `legacy_crcs` are (isValid, crc) of
-    each magic 0/1 message. What is the same for every record of the batch is worked out once."""
+    """The record lines of a deep iteration over one batch. `legacy_crcs` are the (stored,
+    computed) CRCs of each magic 0/1 message (`LegacyBatch.record_crcs`). What is the same for
+    every record of the batch is worked out once."""
     ts_name = timestamp_type_name(batch)
     v2 = batch.magic >= 2
     control = batch.is_control
@@ -79,9 +80,9 @@ def record_lines(
                 keys = ",".join([k for k, _ in record.headers])
                 line += f" sequence: {record.sequence} headerKeys: [{keys}]"
             if legacy_crcs is not None and i < len(legacy_crcs):
-                valid, crc = legacy_crcs[i]
+                crc, computed = legacy_crcs[i]
                 # Kafka prints a stray closing brace here (a typo in DumpLogSegments); kept.
-                line += f" isValid: {_bool(valid)} crc: {crc}}}"
+                line += f" isValid: {_bool(crc == computed)} crc: {crc}}}"
             if control:
                 line += _control_part(record)
         if parse is not None:

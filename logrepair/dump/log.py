@@ -2,7 +2,8 @@
 region as a defect, after which the dump goes on.
 
 The file is read through `storage.scan.LogScan` (a bounded window, so memory stays flat whatever
-the file's size) with resync, so one corrupt batch does not hide the rest of the segment. Where
+the file's size) with resync, so one corrupt batch does not hide the rest of the segment, and a
+damaged region is one defect however many windows it spans; `--max-bytes` is the scan's end. Where
 kafka-dump-log still shows a batch whose CRC fails (`isvalid: false`), so does this dump, followed
 by the defect line; with `--json` such a region is one defect object, as the dump contract says.
 """
@@ -11,26 +12,18 @@ from __future__ import annotations
 
 import os.path
 import struct
-from collections.abc import Iterable, Iterator
-from dataclasses import replace
 
 from ..decoders import format_offsets_record, format_transaction_record
 from ..format.batch import HEADER, RECORD_BATCH_OVERHEAD, RecordBatch
-from ..format.compression import decompress
-from ..format.crc import crc32
 from ..format.errors import Defect, FormatError
 from ..format.legacy import LegacyBatch
 from ..storage.disk import Disk, DiskFile
-from ..storage.scan import LogScan
+from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 from . import lines
 from .report import DEFAULT_MAX_BYTES, DumpOptions, DumpReport
 
-# A damaged region is re-read to show the batch kafka-dump-log would show only up to this size.
-_MAX_REREAD = 64 << 20
 _OVERHEAD = struct.Struct(">qi")
 MAX_PAIRS = 100_000
-_INT32 = struct.Struct(">i")
-_UINT32 = struct.Struct(">I")
 
 _PARSERS: dict[str | None, lines.Parser] = {
     None: lines.string_parser,
@@ -45,12 +38,11 @@ def dump_log(disk: Disk, path: str, preamble: str, opts: DumpOptions, report: Du
         report.line(preamble)
     file_size = disk.size(path)
     limit = min(file_size, opts.max_bytes)
-    view = disk if limit == file_size else _PrefixDisk(disk, limit)
     dumper = _LogDumper(path, opts, report)
-    scan = LogScan(view, path, resync=True, check_offsets=False)
+    scan = LogScan(disk, path, end=limit, resync=True, check_offsets=False)
     with disk.open(path) as reread:
         last: Defect | None = None
-        for item in _whole_regions(scan):
+        for item in scan:
             if isinstance(item, Defect):
                 if item.position + item.length >= limit and limit < file_size:
                     continue  # the --max-bytes cut, not damage: kafka-dump-log is silent here
@@ -69,43 +61,6 @@ def dump_log(disk: Disk, path: str, preamble: str, opts: DumpOptions, report: Du
         and opts.max_bytes == DEFAULT_MAX_BYTES
     ):
         report.line(f"Found {last.length} invalid bytes at the end of {path.rsplit('/', 1)[-1]}")
-
-
-# The walker ends a damaged region at its window's end with this note and goes on in the next one.
-_CONTINUED = "; the search goes on in the next window"
-
-
-def _whole_regions(items: Iterable) -> Iterator:
-    """The scan's items with a damaged region that spans windows as one defect, not one per
-    window (a zero-filled gigabyte is one region to an operator)."""
-    pending: Defect | None = None
-    continued = False  # whether the last piece of `pending` says the region goes on
-    for item in items:
-        if isinstance(item, Defect):
-            if (
-                pending is not None
-                and continued
-                and pending.position + pending.length == item.position
-            ):
-                # One region, named for where it starts: the walker's later notes ("to the end of
-                # the file", "N bytes skipped") describe only their own window's part of it.
-                pending = replace(pending, length=pending.length + item.length)
-            else:
-                if pending is not None:
-                    yield _settled(pending)
-                pending = item
-            continued = item.detail.endswith(_CONTINUED)
-            continue
-        if pending is not None:
-            yield _settled(pending)
-            pending = None
-        yield item
-    if pending is not None:
-        yield _settled(pending)
-
-
-def _settled(defect: Defect) -> Defect:
-    return replace(defect, detail=defect.detail.removesuffix(_CONTINUED))
 
 
 class _LogDumper:
@@ -143,7 +98,7 @@ class _LogDumper:
             return
         try:
             records = _records(batch)
-            legacy = _legacy_checksums(batch)
+            legacy = batch.record_crcs() if batch.magic < 2 else None
         except FormatError as e:
             if crc_valid:  # a CRC-failed batch gets its own defect line next: one is enough
                 report.defect(self.path, _records_defect(batch, e), False)
@@ -195,36 +150,6 @@ def _records(batch) -> list:
     return batch.records() if batch.magic >= 2 else batch.records(check_crcs=False)
 
 
-def _legacy_checksums(batch) -> list[tuple[bool, int]] | None:
-    """(isValid, crc) of each record of a magic 0/1 entry, which kafka-dump-log prints.
-
-    `format.legacy` does not expose its inner messages, so a wrapper's value is decompressed again
-    here and its inner entries walked for their stored CRCs (only after `records()` accepted it).
-    """
-    if batch.magic >= 2:
-        return None
-    if not batch.codec:
-        return [(batch.crc_valid, batch.crc)]
-    msg = batch.raw[12:]
-    p = 6 if batch.magic == 0 else 14
-    key_length = _INT32.unpack_from(msg, p)[0]
-    p += 4 + max(0, key_length)
-    value_length = _INT32.unpack_from(msg, p)[0]
-    value = msg[p + 4 : p + 4 + value_length]
-    data = memoryview(decompress(batch.codec, value, magic=batch.magic))
-    out: list[tuple[bool, int]] = []
-    pos = 0
-    while len(data) - pos >= 12:
-        size = _OVERHEAD.unpack_from(data, pos)[1]
-        inner = data[pos + 12 : pos + 12 + size]
-        if len(inner) < size:
-            break
-        stored = _UINT32.unpack_from(inner)[0]
-        out.append((crc32(inner[4:]) == stored, stored))
-        pos += 12 + size
-    return out
-
-
 def _entry_at(f: DiskFile, defect: Defect):
     """The whole entry a damaged region starts with, if its declared size fits in the region:
     what kafka-dump-log would have printed there."""
@@ -232,7 +157,7 @@ def _entry_at(f: DiskFile, defect: Defect):
         return None
     head = f.read_at(defect.position, 12)
     size = _OVERHEAD.unpack_from(head)[1] + 12 if len(head) == 12 else 0
-    if not 26 <= size <= min(defect.length, _MAX_REREAD):
+    if not 26 <= size <= min(defect.length, DEFAULT_MAX_BATCH_SIZE):
         return None
     raw = memoryview(f.read_at(defect.position, size))
     if len(raw) != size:
@@ -250,36 +175,3 @@ def _entry_at(f: DiskFile, defect: Defect):
     except FormatError:
         return None
     return None
-
-
-class _PrefixDisk:
-    """The first `limit` bytes of a file, as kafka-dump-log's `--max-bytes` slice shows it.
-
-    `LogScan` only opens the file it scans, so this shim needs only `open`."""
-
-    def __init__(self, disk: Disk, limit: int) -> None:
-        self.disk = disk
-        self.limit = limit
-
-    def open(self, path: str) -> _PrefixFile:
-        return _PrefixFile(self.disk.open(path), self.limit)
-
-
-class _PrefixFile:
-    def __init__(self, f: DiskFile, limit: int) -> None:
-        self.f = f
-        self.limit = limit
-
-    def size(self) -> int:
-        return min(self.f.size(), self.limit)
-
-    def read_into(self, position: int, buffer) -> int:
-        room = max(0, self.limit - position)
-        view = memoryview(buffer)[:room]
-        return self.f.read_into(position, view) if room else 0
-
-    def __enter__(self) -> _PrefixFile:
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.f.close()

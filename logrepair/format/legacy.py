@@ -32,11 +32,19 @@ NO_TIMESTAMP = -1
 _ENTRY_HEAD = struct.Struct(">qiIbb")
 _OVERHEAD = struct.Struct(">qi")
 _INT32 = struct.Struct(">i")
+_UINT32 = struct.Struct(">I")
 _INT64 = struct.Struct(">q")
 
 
 def _invalid(detail: str, position: int | None) -> FormatError:
     return FormatError("invalid_records", detail, position)
+
+
+def _corrupt_inner(offset: int, stored: int, computed: int, position: int | None) -> FormatError:
+    return _invalid(
+        f"Record for offset {offset} is corrupt (stored crc = {stored}, computed crc = {computed})",
+        position,
+    )
 
 
 def _key_value(
@@ -92,8 +100,9 @@ class LegacyBatch:
         "crc",
         "magic",
         "attributes",
-        "_crc_valid",
+        "_computed_crc",
         "_records",
+        "_crcs",
     )
 
     def __init__(self, raw: memoryview, position: int = 0) -> None:
@@ -101,8 +110,9 @@ class LegacyBatch:
         self.position = position
         self.last_offset, _, self.crc, self.magic, attributes = _ENTRY_HEAD.unpack_from(raw, 0)
         self.attributes = attributes & 0xFF
-        self._crc_valid: bool | None = None
+        self._computed_crc: int | None = None
         self._records: list[Record] | None = None
+        self._crcs: list[tuple[int, int]] | None = None
 
     @classmethod
     def parse(cls, buf, position: int = 0, *, file_position: int | None = None) -> LegacyBatch:
@@ -197,15 +207,15 @@ class LegacyBatch:
     # --- integrity -------------------------------------------------------------------------------
 
     def computed_crc(self) -> int:
-        return crc32(self.raw[MAGIC_OFFSET:])
+        computed = self._computed_crc
+        if computed is None:
+            computed = self._computed_crc = crc32(self.raw[MAGIC_OFFSET:])
+        return computed
 
     @property
     def crc_valid(self) -> bool:
         """`LegacyRecord.isValid` of the shallow message; `records()` checks inner messages."""
-        valid = self._crc_valid
-        if valid is None:
-            valid = self._crc_valid = self.computed_crc() == self.crc
-        return valid
+        return self.computed_crc() == self.crc
 
     def ensure_valid(self) -> None:
         """`LegacyRecord.ensureValid`: what broker recovery checks for each entry."""
@@ -236,7 +246,24 @@ class LegacyBatch:
                 self._records = [
                     _record(self.last_offset, self.max_timestamp, msg, self.magic, self.position)
                 ]
+        elif check_crcs and self._crcs is not None:
+            # Decoded earlier without the check: every record decoded, so only CRCs can fail.
+            for record, (stored, computed) in zip(self._records, self._crcs, strict=True):
+                if stored != computed:
+                    raise _corrupt_inner(record.offset, stored, computed, self.position)
         return self._records
+
+    def record_crcs(self, max_output: int | None = None) -> list[tuple[int, int]]:
+        """(stored, computed) CRC of each record's message in `records()` order, which
+        kafka-dump-log prints per record (`isValid`, `crc`).
+
+        A wrapper's come from its inner messages, read by the one decompression `records()`
+        does (run here without enforcing them if it has not run yet)."""
+        if not self.is_compressed:
+            return [(self.crc, self.computed_crc())]
+        self.records(max_output, check_crcs=False)
+        assert self._crcs is not None  # set with the records
+        return self._crcs
 
     def _inner_records(
         self, msg: memoryview, max_output: int | None, check_crcs: bool
@@ -281,20 +308,17 @@ class LegacyBatch:
             base = 0  # magic 0 inner offsets are absolute
         log_append_time = self.max_timestamp if self.timestamp_type == "append" else None
         records = []
+        crcs = []
         for offset, inner in entries:
             inner_magic = inner[4]
             inner_magic = inner_magic - 256 if inner_magic > 127 else inner_magic
             if inner[5] & COMPRESSION_MASK:
                 raise _invalid("Inner messages must not be compressed", position)
-            if check_crcs:
-                stored = struct.unpack_from(">I", inner, 0)[0]
-                computed = crc32(inner[4:])
-                if stored != computed:
-                    raise _invalid(
-                        f"Record for offset {base + offset} is corrupt (stored crc = {stored}, "
-                        f"computed crc = {computed})",
-                        position,
-                    )
+            stored = _UINT32.unpack_from(inner, 0)[0]
+            computed = crc32(inner[4:])
+            if check_crcs and stored != computed:
+                raise _corrupt_inner(base + offset, stored, computed, position)
+            crcs.append((stored, computed))
             if inner_magic == 0:
                 timestamp = None
             elif inner_magic == 1 and log_append_time is not None:
@@ -302,6 +326,7 @@ class LegacyBatch:
             else:
                 timestamp = _INT64.unpack_from(inner, 6)[0]
             records.append(_record(base + offset, timestamp, inner, inner_magic, position))
+        self._crcs = crcs
         return records
 
     # --- JSON ------------------------------------------------------------------------------------

@@ -4,7 +4,11 @@ One buffer (8 MiB by default) is filled with `DiskFile.read_into` and handed to 
 `Walker`, which stops before the first batch that does not fit; the window then slides to
 `walker.position`. The buffer grows only for a single batch larger than it, never beyond what is
 left of the file (a length field pointing past the end is the walker's `torn_tail`/`bad_length`,
-not an allocation), and shrinks back after it.
+not an allocation) nor beyond `max_batch_size`, and later windows read only a window's worth of it.
+
+With resync, a damaged region that runs past a window is carried into the next one
+(`Walker(carry_damage=True)`), so it is one defect whatever the window size: a scan yields what one
+walk over the whole file would.
 
 Every batch and Defect carries its absolute file position. A yielded batch is a view into the
 window: its `raw` (and anything read from it lazily) is valid only until the next item is requested.
@@ -22,13 +26,23 @@ from .disk import Disk
 
 DEFAULT_WINDOW_SIZE = 8 << 20
 
+# The largest batch a scan reads into memory; one that claims more is a `bad_length` defect. Kafka's
+# own file scan has no maximum, so a junk length field would otherwise make a scan allocate and read
+# up to 2 GiB. 64 MiB is 64 times Kafka's default `message.max.bytes` (1 MiB + 12) and above what
+# deployments raise it to in practice; a log with larger batches needs `max_batch_size` raised.
+DEFAULT_MAX_BATCH_SIZE = 64 << 20
+
 
 class LogScan:
     """Iterate for batches and defects, or call `validate()` for defects only (the fast path).
 
+    The scan covers `[start, end)` of the file (`end` None: to its end); a file cut at `end` is seen
+    as one that ends there. `max_batch_size` None lifts the cap on batch sizes (as Kafka's file scan
+    has none).
+
     After the iteration, `batches` counts the valid batches, `position` is where the walk ended
-    (the file size when every byte was accounted for) and `expected_offset` is the offset the next
-    batch would have had."""
+    (the end of the scanned range when every byte was accounted for) and `expected_offset` is the
+    offset the next batch would have had."""
 
     def __init__(
         self,
@@ -37,19 +51,23 @@ class LogScan:
         *,
         window_size: int = DEFAULT_WINDOW_SIZE,
         start: int = 0,
+        end: int | None = None,
         resync: bool = False,
         check_offsets: bool = True,
         expected_offset: int | None = None,
-        max_batch_size: int | None = None,
+        max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
         deep: bool = False,
         max_output: int | None = None,
     ) -> None:
         if window_size < 1:
             raise ValueError(f"window_size must be positive: {window_size}")
+        if end is not None and end < 0:
+            raise ValueError(f"end must not be negative: {end}")
         self.disk = disk
         self.path = path
         self.window_size = window_size
         self.position = start
+        self.end = end
         self.expected_offset = expected_offset
         self.batches = 0
         self.file_size: int | None = None
@@ -59,6 +77,7 @@ class LogScan:
             "max_batch_size": max_batch_size,
             "deep": deep,
             "max_output": max_output,
+            "carry_damage": resync,
         }
 
     def __iter__(self) -> Iterator[RecordBatch | Defect]:
@@ -69,11 +88,13 @@ class LogScan:
 
     def _scan(self, emit_batches: bool) -> Iterator:
         with self.disk.open(self.path) as f:
-            file_size = f.size()
+            file_size = f.size() if self.end is None else min(f.size(), self.end)
             self.file_size = file_size
             buf = bytearray(min(self.window_size, max(0, file_size - self.position)))
+            want = len(buf)
+            open_damage: Defect | None = None
             while self.position < file_size:
-                want = min(len(buf), file_size - self.position)
+                want = min(want, file_size - self.position)
                 got = f.read_into(self.position, memoryview(buf)[:want])
                 if got < want:  # the file shrank under the scan: what is gone is its end
                     file_size = self.file_size = self.position + got
@@ -82,6 +103,7 @@ class LogScan:
                     file_position=self.position,
                     file_size=file_size,
                     expected_offset=self.expected_offset,
+                    open_damage=open_damage,
                     **self._walker_options,
                 )
                 start = self.position
@@ -89,18 +111,24 @@ class LogScan:
                 self.batches += walker.batches
                 self.expected_offset = walker.expected_offset
                 self.position = walker.position
+                open_damage = walker.open_damage
                 if walker.done:
                     break
-                buf = self._next_buffer(buf, walker, start, file_size)
+                want = self._next_window(walker, start, got, file_size)
+                if want > len(buf):
+                    del walker, buf  # the old buffer goes before the new one comes
+                    buf = bytearray(want)
 
-    def _next_buffer(self, buf: bytearray, walker: Walker, start: int, file_size: int) -> bytearray:
-        """The buffer for the next window: grown for one big batch, else back to the window size."""
+    def _next_window(self, walker: Walker, start: int, got: int, file_size: int) -> int:
+        """How many bytes the next window reads: a window, or more for one big batch.
+
+        A buffer grown for a big batch is kept (the scan's peak memory is that batch either way),
+        so junk lengths in a damaged region do not make it allocate again and again."""
         remaining = file_size - self.position
         needed = max(walker.needed, 1)
-        if self.position == start and needed <= len(buf):
+        if self.position == start and needed <= got:
             # No progress, though the walker had what it asked for: give it twice the bytes.
-            if len(buf) >= remaining:
+            if got >= remaining:
                 raise RuntimeError(f"scan of {self.path} made no progress at {self.position}")
-            needed = 2 * len(buf)
-        size = min(max(needed, self.window_size), remaining)
-        return buf if size == len(buf) else bytearray(size)
+            needed = 2 * got
+        return min(max(needed, self.window_size), remaining)

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from logrepair.format import compression
 from logrepair.format.batch import Batch, Record
 from logrepair.format.compression import Codec, compress, decompress
 from logrepair.format.errors import FormatError
@@ -445,6 +446,40 @@ def test_inner_crcs_are_checked_as_a_consumer_does() -> None:
     assert kind == "invalid_records" and detail.startswith(
         "Record for offset 2 is corrupt (stored crc"
     )
+
+
+def test_record_crcs_come_from_the_one_decompression(monkeypatch) -> None:
+    inner = bytearray(INNER)
+    inner[-1] ^= 0x01
+    batch = LegacyBatch.parse(wrapper(bytes(inner), offset=2))
+    calls = []
+    real = compression.decompress
+    monkeypatch.setattr(
+        compression, "decompress", lambda *a, **kw: calls.append(1) or real(*a, **kw)
+    )
+    records = batch.records(check_crcs=False)
+    crcs = batch.record_crcs()
+    assert calls == [1]  # records() decompressed; record_crcs() reused it
+    stored = [struct.unpack_from(">I", e.raw, 12)[0] for e in entries_of(bytes(inner))]
+    computed = [zlib.crc32(e.raw[16:]) for e in entries_of(bytes(inner))]
+    assert crcs == list(zip(stored, computed, strict=True)) and len(crcs) == len(records)
+    assert [s == c for s, c in crcs] == [True, True, False]
+    # Decoded without the check, the records still fail it when it is asked for.
+    kind, detail = kind_and_detail(batch.records)
+    assert kind == "invalid_records"
+    assert (
+        detail
+        == f"Record for offset 2 is corrupt (stored crc = {stored[2]}, computed crc = {computed[2]})"
+    )
+
+
+def test_record_crcs_without_records_first_and_of_a_plain_entry() -> None:
+    batch = LegacyBatch.parse(wrapper(INNER, offset=2))
+    assert [s == c for s, c in batch.record_crcs()] == [True, True, True]
+    plain = bytearray(build_legacy_batch([Record(0, 1, b"k", b"v")], magic=1, base_offset=0))
+    plain[-1] ^= 0x01
+    entry_ = LegacyBatch.parse(plain)
+    assert entry_.record_crcs() == [(entry_.crc, zlib.crc32(bytes(plain[16:])))]
 
 
 def test_decompression_is_capped() -> None:

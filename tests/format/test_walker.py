@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import struct
+import zlib
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from logrepair.format.batch import Record, RecordBatch, build_batch
 from logrepair.format.crc import crc32c
 from logrepair.format.errors import Defect
-from logrepair.format.walker import CRC_VALID_KINDS, Walker
+from logrepair.format.walker import CRC_VALID_KINDS, Walker, _candidate_patterns
 
 
 def make_segment(n: int = 6, base: int = 0, value_size: int = 30) -> tuple[bytes, list[int]]:
@@ -358,3 +361,69 @@ def test_carried_damage_is_one_defect_across_windows() -> None:
 def test_open_damage_must_continue_at_the_buffer() -> None:
     with pytest.raises(ValueError):
         Walker(b"", file_position=10, open_damage=Defect("bad_length", 0, 5, ""))
+
+
+def test_legacy_crc_mismatch_names_both_crcs() -> None:
+    data = legacy_then_v2()
+    second = list(Walker(data))[1]
+    bad = bytearray(data)
+    bad[second.position + 20] ^= 1
+    defect = next(i for i in Walker(bytes(bad)) if isinstance(i, Defect))
+    computed = zlib.crc32(bytes(bad[second.position + 16 : second.position + second.size]))
+    assert defect.detail == (
+        f"Record is corrupt (stored crc = {second.crc}, computed crc = {computed})"
+    )
+
+
+@given(
+    st.integers(0, 2**31 - 1),
+    st.integers(0, 2),
+    st.sampled_from([100, 1 << 20, (16 << 20) + 5, 64 << 20, 2**31]),
+    st.binary(min_size=17, max_size=17),
+)
+def test_the_resync_search_finds_every_position_an_entry_could_start(
+    length: int, magic: int, max_batch_size: int, noise: bytes
+) -> None:
+    max_length = max_batch_size - 12
+    assume(14 <= length <= max_length)
+    head = bytearray(noise)
+    struct.pack_into(">i", head, 8, length)
+    head[16] = magic
+    buf = bytes(3) + bytes(head)
+    assert any(p.match(buf, 3 + 8) for p in _candidate_patterns(max_length))
+
+
+def test_a_resync_point_is_laid_out_as_writers_lay_it_out() -> None:
+    """In step, a CRC-valid batch with an unused attribute bit set is a batch; after damage,
+    resync does not stop at one (nor at a legacy message no writer would write, below)."""
+    data, starts = make_segment(3)
+    odd = bytearray(data)
+    odd[starts[1] + 21] |= 0x80  # attributes, high byte: unused
+    with_crc(odd, starts[1])
+    assert summary(Walker(bytes(odd))) == summary(Walker(data))
+    damaged = bytes(odd[: starts[1]]) + b"\xff" * 40 + bytes(odd[starts[1] :])
+    assert summary(Walker(damaged, resync=True))[1:] == [
+        ("bad_length", starts[1], 40 + starts[2] - starts[1]),
+        ("batch", starts[2] + 40, len(data) - starts[2]),
+    ]
+
+
+@pytest.mark.parametrize(
+    "at,field",
+    [
+        (-5, struct.pack(">i", 0)),  # value length 0: one byte left over
+        (17, b"\x10"),  # an unused attribute bit
+        (17, b"\x04"),  # codec 4 (zstd), which legacy messages cannot have
+        (18, struct.pack(">q", -2)),  # a timestamp below -1
+    ],
+)
+def test_a_legacy_resync_point_is_laid_out_as_writers_lay_it_out(at: int, field: bytes) -> None:
+    from logrepair.format.legacy import build_legacy_batch
+
+    v1 = bytearray(build_legacy_batch([Record(0, 5, b"k", b"v")], magic=1, base_offset=0))
+    v1[at : at + len(field) if at + len(field) else None] = field
+    v1[12:16] = struct.pack(">I", zlib.crc32(bytes(v1[16:])))
+    assert summary(Walker(bytes(v1))) == [("batch", 0, len(v1))]
+    assert summary(Walker(b"\xff" * 20 + bytes(v1), resync=True)) == [
+        ("garbage_tail", 0, 20 + len(v1))
+    ]
