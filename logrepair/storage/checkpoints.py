@@ -112,13 +112,19 @@ def read_checkpoint(
             structural=structural,
         )
 
-    version_line = next(lines, None)
-    if version_line is None:
+    def header(n: int) -> int | None:
+        """Line `n` (version, then entry count) as a number; None when the file ends before it."""
+        line = next(lines, None)
+        if line is None:
+            return None
+        try:
+            return java_text.parse_int(line)
+        except ValueError:
+            raise malformed(n, line) from None
+
+    read_version = header(1)
+    if read_version is None:
         return []
-    try:
-        read_version = java_text.parse_int(version_line)
-    except ValueError:
-        raise malformed(1, version_line) from None
     if read_version != version:
         raise CheckpointError(
             path,
@@ -126,13 +132,9 @@ def read_checkpoint(
             f"file at: {path}",
             line_number=1,
         )
-    count_line = next(lines, None)
-    if count_line is None:
+    expected = header(2)
+    if expected is None:
         return []
-    try:
-        expected = java_text.parse_int(count_line)
-    except ValueError:
-        raise malformed(2, count_line) from None
     entries: list[T] = []
     for n, line in enumerate(lines, start=3):
         try:

@@ -71,29 +71,42 @@ class LeaderEpochLoad:
         return not self.ignored and not self.truncated
 
 
+def assign(entries: list[EpochEntry], entry: EpochEntry) -> list[EpochEntry] | None:
+    """`LeaderEpochFileCache.assign` on `entries`, in place: None when no update is needed (the
+    newest epoch again, at an equal or later start offset), else the entries it removed first
+    (newer epochs, or ones starting at or after `entry`), oldest first.
+
+    The one copy of the rules: loading a checkpoint and the live cache both go through it."""
+    if entry.epoch < 0 or entry.start_offset < 0:
+        raise InvalidLeaderEpochError(f"Received invalid partition leader epoch entry {entry}")
+    if (
+        entries
+        and entry.epoch == entries[-1].epoch
+        and entry.start_offset >= entries[-1].start_offset
+    ):
+        return None
+    removed: list[EpochEntry] = []
+    while entries and (
+        entries[-1].epoch >= entry.epoch or entries[-1].start_offset >= entry.start_offset
+    ):
+        removed.append(entries.pop())
+    removed.reverse()
+    entries.append(entry)
+    return removed
+
+
 def load_leader_epochs(entries: list[EpochEntry]) -> LeaderEpochLoad:
     """`LeaderEpochFileCache`'s load: every entry through `assign`, in file order."""
     load = LeaderEpochLoad()
-    cache = load.entries
     for entry in entries:
-        if entry.epoch < 0 or entry.start_offset < 0:
-            raise InvalidLeaderEpochError(f"Received invalid partition leader epoch entry {entry}")
-        if (
-            cache
-            and entry.epoch == cache[-1].epoch
-            and entry.start_offset >= cache[-1].start_offset
-        ):
+        removed = assign(load.entries, entry)
+        if removed is None:
             load.ignored.append(entry)
             continue
-        removed: list[EpochEntry] = []
-        while cache and (
-            cache[-1].epoch >= entry.epoch or cache[-1].start_offset >= entry.start_offset
-        ):
-            removed.insert(0, cache.pop())
+        # Kafka's maybeTruncateNonMonotonicEntries warns unless it only replaced one entry.
         if len(removed) > 1 or (removed and removed[0].start_offset != entry.start_offset):
             load.warned = True
         load.truncated.extend(removed)
-        cache.append(entry)
     return load
 
 

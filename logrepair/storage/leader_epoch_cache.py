@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from .leader_epoch import EpochEntry, load_leader_epochs, truncate_from_end, truncate_from_start
+from .leader_epoch import (
+    EpochEntry,
+    assign,
+    load_leader_epochs,
+    truncate_from_end,
+    truncate_from_start,
+)
 
 
 class LeaderEpochCache:
@@ -31,12 +37,7 @@ class LeaderEpochCache:
 
     def assign(self, epoch: int, start_offset: int) -> None:
         """Records that `epoch` starts at `start_offset`; writes the checkpoint if that changed it."""
-        latest = self.latest
-        if latest is not None and epoch == latest.epoch and start_offset >= latest.start_offset:
-            return  # the common case, once per appended batch: nothing to do
-        updated = load_leader_epochs([*self._entries, EpochEntry(epoch, start_offset)]).entries
-        if updated != self._entries:
-            self._entries = updated
+        if assign(self._entries, EpochEntry(epoch, start_offset)) is not None:
             self._persist(self.entries)
 
     def truncate_from_end(self, end_offset: int) -> None:

@@ -578,12 +578,7 @@ class Log:
                 f"{text} lower than start offset of the active segment {active}"
             )
         else:
-            for suffix in (
-                layout.LOG_SUFFIX,
-                layout.INDEX_SUFFIX,
-                layout.TIME_INDEX_SUFFIX,
-                layout.TXN_INDEX_SUFFIX,
-            ):
+            for suffix in layout.SEGMENT_FILE_SUFFIXES:
                 path = join(self.dir, layout.segment_file_name(new_offset, suffix))
                 if self.disk.exists(path):
                     log.warning(

@@ -19,8 +19,9 @@ class OffsetPosition(NamedTuple):
     position: int
 
 
-def encode_entry(relative_offset: int, position: int) -> bytes:
-    return _ENTRY.pack(relative_offset, position)
+# encode_entry(relative_offset, position) -> bytes: the struct's own pack, so the index rebuild
+# packs an entry without a Python call frame.
+encode_entry = _ENTRY.pack
 
 
 def decode_entries(buf, base_offset: int) -> list[OffsetPosition]:

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import struct
 import threading
-from collections.abc import Callable, Iterable, Iterator
-from typing import NamedTuple
+from collections.abc import Callable, Iterator
+from typing import NamedTuple, TypeVar
 
 from ..format.batch import RecordBatch
 from ..format.errors import Defect
 from . import layout
-from .abstract_index import IndexFullError, InvalidOffsetError
 from .clock import Clock
 from .disk import Disk, DiskFile, join
+from .index_builder import IndexPoint, recovery_index_bytes
 from .log_config import INT_MAX, LogConfig
 from .offset_index import OffsetIndex
 from .scan import LogScan
@@ -39,8 +39,7 @@ _OVERHEAD = struct.Struct(">qi")
 _V2_FIELDS = struct.Struct(">hi8xqq")
 _V1_TIMESTAMP = struct.Struct(">q")  # at 18
 _SCAN_WINDOW = 64 * 1024
-_OFFSET_ENTRY = struct.Struct(">ii")
-_TIME_ENTRY = struct.Struct(">qi")
+IndexT = TypeVar("IndexT", OffsetIndex, TimeIndex)
 
 
 class CorruptSegmentError(ValueError):
@@ -184,24 +183,20 @@ class Segment:
     @property
     def offset_index(self) -> OffsetIndex:
         if self._offset_index is None:
-            self._offset_index = OffsetIndex.open(
-                self.disk,
-                self.index_path,
-                self.base_offset,
-                max_index_size=self.config.segment_index_bytes,
-            )
+            self._offset_index = self._open_index(OffsetIndex, self.index_path)
         return self._offset_index
 
     @property
     def time_index(self) -> TimeIndex:
         if self._time_index is None:
-            self._time_index = TimeIndex.open(
-                self.disk,
-                self.time_index_path,
-                self.base_offset,
-                max_index_size=self.config.segment_index_bytes,
-            )
+            self._time_index = self._open_index(TimeIndex, self.time_index_path)
         return self._time_index
+
+    def _open_index(self, index_class: type[IndexT], path: str) -> IndexT:
+        """Kafka's LazyIndex: the file is opened, or created and preallocated, on first use."""
+        return index_class.open(
+            self.disk, path, self.base_offset, max_index_size=self.config.segment_index_bytes
+        )
 
     @property
     def max_timestamp_so_far(self) -> TimestampOffset:
@@ -466,13 +461,20 @@ class Segment:
         through the Disk costs a few system calls per batch."""
         defect: Defect | None = None
 
-        def valid_prefix():
+        def valid_prefix() -> Iterator[IndexPoint]:
             nonlocal defect
+            base = self.base_offset
             for item in LogScan(self.disk, self.log_path):
                 if isinstance(item, Defect):
                     defect = item
                     return
-                yield item
+                last = item.last_offset
+                # Kafka's ensureOffsetInRange: an overflow splits the segment, it is no defect.
+                if not 0 <= last - base <= INT_MAX:
+                    raise SegmentOffsetOverflowError(
+                        f"Detected offset overflow at offset {last} in segment {base}"
+                    )
+                yield item.position, last, item.max_timestamp
 
         index_bytes, time_bytes = recovery_index_bytes(
             valid_prefix(),
@@ -558,15 +560,9 @@ class Segment:
         Open handles keep working across a rename; a missing lazy index is not an error."""
         if self.suffix != old_suffix:
             raise ValueError(f"{self} has suffix {self.suffix!r}, not {old_suffix!r}")
-        kinds = (
-            layout.LOG_SUFFIX,
-            layout.INDEX_SUFFIX,
-            layout.TIME_INDEX_SUFFIX,
-            layout.TXN_INDEX_SUFFIX,
-        )
-        olds = [self._path(k) for k in kinds]
+        olds = [self._path(k) for k in layout.SEGMENT_FILE_SUFFIXES]
         self.suffix = new_suffix
-        for old, kind in zip(olds, kinds, strict=True):
+        for old, kind in zip(olds, layout.SEGMENT_FILE_SUFFIXES, strict=True):
             if self.disk.exists(old):
                 self.disk.rename(old, self._path(kind))
         # Handles follow the rename; their paths (used in messages and by the txn index's
@@ -609,68 +605,7 @@ class Segment:
 
     def _delete_files(self) -> None:
         self.close_handlers()
-        for kind in (
-            layout.LOG_SUFFIX,
-            layout.INDEX_SUFFIX,
-            layout.TIME_INDEX_SUFFIX,
-            layout.TXN_INDEX_SUFFIX,
-        ):
+        for kind in layout.SEGMENT_FILE_SUFFIXES:
             path = self._path(kind)
             if self.disk.exists(path):
                 self.disk.unlink(path)
-
-
-def recovery_index_bytes(
-    batches: Iterable[RecordBatch],
-    base_offset: int,
-    index_interval_bytes: int,
-    max_index_size: int,
-) -> tuple[bytes, bytes]:
-    """The trimmed `.index` and `.timeindex` bytes of `LogSegment.recover` for the valid batches of
-    a segment, back to back from position 0 — the rule of `index_builder.RecoveryIndexer`, in one tight loop.
-
-    Written out because the index classes' per-entry bookkeeping costs ~5 µs a batch, which
-    held a rebuild to 0.4x the speed of a plain verify; a test holds the two to the same bytes."""
-    offsets = bytearray()
-    times = bytearray()
-    pack_offset = _OFFSET_ENTRY.pack
-    pack_time = _TIME_ENTRY.pack
-    max_offset_entries = max_index_size // _OFFSET_ENTRY.size
-    max_time_entries = max_index_size // _TIME_ENTRY.size
-    max_ts = NO_TIMESTAMP
-    max_ts_offset = base_offset
-    last_time_ts = NO_TIMESTAMP  # an empty time index reads as (-1, base offset)
-    last_indexed = 0
-    last_entry_offset = None
-    for batch in batches:
-        valid = (
-            batch.position
-        )  # == the bytes of the batches before it: they start at 0, back to back
-        last = batch.last_offset
-        if not 0 <= last - base_offset <= INT_MAX:
-            raise SegmentOffsetOverflowError(
-                f"Detected offset overflow at offset {last} in segment {base_offset}"
-            )
-        ts = batch.max_timestamp
-        if ts > max_ts:
-            max_ts = ts
-            max_ts_offset = last
-        if valid - last_indexed > index_interval_bytes:
-            if len(offsets) >= max_offset_entries * 8 or len(times) >= (max_time_entries - 1) * 12:
-                raise IndexFullError(
-                    f"Attempt to append to a full index (size = {len(offsets) // 8})."
-                )
-            if last_entry_offset is not None and last <= last_entry_offset:
-                raise InvalidOffsetError(
-                    f"Attempt to append an offset {last} to position {len(offsets) // 8} no larger "
-                    f"than the last offset appended ({last_entry_offset})"
-                )
-            offsets += pack_offset(last - base_offset, valid)
-            last_entry_offset = last
-            if max_ts > last_time_ts:
-                times += pack_time(max_ts, max_ts_offset - base_offset)
-                last_time_ts = max_ts
-            last_indexed = valid
-    if max_ts > last_time_ts:
-        times += pack_time(max_ts, max_ts_offset - base_offset)
-    return bytes(offsets), bytes(times)

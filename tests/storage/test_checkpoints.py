@@ -22,11 +22,6 @@ from logrepair.storage.osdisk import OsDisk
 
 
 @pytest.fixture
-def disk() -> OsDisk:
-    return OsDisk()
-
-
-@pytest.fixture
 def path(tmp_path) -> str:
     return join(str(tmp_path), "recovery-point-offset-checkpoint")
 

@@ -1,58 +1,21 @@
-"""The deterministic index rebuild, against an independent re-statement of spec fmt §6.4(a)."""
+"""The deterministic index rebuild, against a re-statement of spec fmt §6.4(a) and the index classes."""
 
 from __future__ import annotations
 
 import struct
-from typing import NamedTuple
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from logrepair.storage.abstract_index import (
+    IndexFileError,
     IndexFullError,
     IndexOffsetOverflowError,
     InvalidOffsetError,
 )
-from logrepair.storage.disk import join
-from logrepair.storage.index_builder import RecoveryIndexer, build_indexes
-from logrepair.storage.offset_index import OffsetIndex
-from logrepair.storage.osdisk import OsDisk
-from logrepair.storage.time_index import TimeIndex
-
-
-class B(NamedTuple):
-    size: int
-    last_offset: int
-    max_timestamp: int
-
-
-def spec_rebuild(batches: list[B], base: int, interval: int) -> tuple[bytes, bytes]:
-    """Spec fmt §6.4(a), written out with no index class: what Kafka's recovery leaves."""
-    offset_entries: list[tuple[int, int]] = []
-    time_entries: list[tuple[int, int]] = []
-    max_ts, max_ts_offset = -1, base
-    valid = last_indexed = 0
-
-    def time_append(ts: int, offset: int) -> None:
-        last_ts = time_entries[-1][0] if time_entries else -1
-        if ts > last_ts:  # equal timestamps are skipped; empty behaves as (-1, base)
-            time_entries.append((ts, offset - base))
-
-    for b in batches:
-        if b.max_timestamp > max_ts:
-            max_ts, max_ts_offset = b.max_timestamp, b.last_offset
-        if valid - last_indexed > interval:
-            offset_entries.append((b.last_offset - base, valid))
-            time_append(max_ts, max_ts_offset)
-            last_indexed = valid
-        valid += b.size
-    time_append(max_ts, max_ts_offset)
-    return (
-        b"".join(struct.pack(">ii", *e) for e in offset_entries),
-        b"".join(struct.pack(">qi", *e) for e in time_entries),
-    )
-
+from logrepair.storage.index_builder import build_indexes
+from tests.storage.index_oracle import B, class_rebuild, spec_rebuild
 
 _TIMESTAMPS = st.one_of(st.just(-1), st.integers(0, 50), st.integers(0, 10**13))
 
@@ -145,17 +108,69 @@ def test_an_index_too_small_for_the_interval_is_full() -> None:
         build_indexes(batches, 0, 50, max_index_size=3 * 8)
 
 
-def test_rebuild_on_disk_writes_the_same_trimmed_bytes(tmp_path) -> None:
-    disk = OsDisk()
-    batches = [B(300 + 17 * i, 3 * i + 2, (i * 7919) % 1000) for i in range(200)]
-    base = 0
-    oi = OffsetIndex.open(disk, join(str(tmp_path), "a.index"), base)
-    ti = TimeIndex.open(disk, join(str(tmp_path), "a.timeindex"), base)
-    indexer = RecoveryIndexer(oi, ti, 1000)
-    for b in batches:
-        indexer.add(b)
-    indexer.finish()
-    assert indexer.valid_bytes == sum(b.size for b in batches)
-    oi.close()
-    ti.close()
-    assert (disk.read_file(oi.path), disk.read_file(ti.path)) == build_indexes(batches, base, 1000)
+@st.composite
+def damaged_segments(draw) -> tuple[list[B], int, int, int]:
+    """Offsets that go backwards or past the relative range, v0 batches, indexes too small."""
+    base = draw(st.sampled_from([0, 45, 2**40]))
+    interval = draw(st.sampled_from([0, 61, 300]))
+    max_index_size = draw(st.sampled_from([8, 12, 24, 60, 10 * 1024 * 1024]))
+    steps = draw(
+        st.lists(
+            st.tuples(
+                st.one_of(st.integers(1, 5), st.integers(-8, 0), st.just(2**31)),
+                st.integers(61, 400),
+                st.one_of(st.none(), st.just(-1), st.integers(0, 50)),
+            ),
+            max_size=40,
+        )
+    )
+    batches, offset = [], base - 1
+    for gap, size, ts in steps:
+        offset += gap
+        batches.append(B(size, offset, ts))
+    return batches, base, interval, max_index_size
+
+
+def _outcome(rebuild, *args) -> tuple[bytes, bytes] | type[Exception]:
+    try:
+        return rebuild(*args)
+    except (IndexFileError, ValueError) as e:
+        return type(e)
+
+
+@given(damaged_segments())
+def test_raises_what_the_index_classes_raise(segment) -> None:
+    """Kafka's recovery meets these through its index appends; the fast loop must fail alike."""
+    batches, base, interval, max_index_size = segment
+    assert _outcome(build_indexes, batches, base, interval, max_index_size) == _outcome(
+        class_rebuild, batches, base, interval, max_index_size
+    )
+
+
+def test_time_index_offsets_going_backwards_raise_invalid_offset() -> None:
+    """The running maximum moves to an earlier offset than the last time entry's."""
+    batches = [B(200, 10, 100), B(100, 20, 50), B(100, 5, 200), B(100, 30, 0)]
+    # Index points at the batches at 200 and 400: offsets 20 then 30 grow; time entries do not.
+    with pytest.raises(InvalidOffsetError, match=r"offset \(5\) to slot 1"):
+        build_indexes(batches, 0, 150)
+    with pytest.raises(InvalidOffsetError):  # by the final entry, after the last index point
+        build_indexes(batches[:3], 0, 150)
+
+
+def test_a_full_offset_index_is_refused_before_the_time_index_fills() -> None:
+    batches = [B(100, i, None) for i in range(10)]
+    with pytest.raises(IndexFullError, match="full index"):
+        build_indexes(batches, 0, 50, max_index_size=3 * 8)
+
+
+def test_magic_0_batches_have_no_timestamp() -> None:
+    batches = [B(100, 0, None), B(100, 1, None), B(100, 2, 7), B(100, 3, None)]
+    offset_bytes, time_bytes = build_indexes(batches, 0, 50)
+    assert list(struct.iter_unpack(">ii", offset_bytes)) == [(1, 100), (2, 200), (3, 300)]
+    assert list(struct.iter_unpack(">qi", time_bytes)) == [(7, 2)]
+    assert build_indexes(batches[:2], 0, 50)[1] == b""
+
+
+def test_max_index_size_below_a_time_entry_is_refused() -> None:
+    with pytest.raises(ValueError, match="Invalid max index size: 11"):
+        build_indexes([], 0, max_index_size=11)

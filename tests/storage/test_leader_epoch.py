@@ -17,12 +17,8 @@ from logrepair.storage.leader_epoch import (
     truncate_from_start,
     write_leader_epochs,
 )
+from logrepair.storage.leader_epoch_cache import LeaderEpochCache
 from logrepair.storage.osdisk import OsDisk
-
-
-@pytest.fixture
-def disk() -> OsDisk:
-    return OsDisk()
 
 
 @pytest.fixture
@@ -127,3 +123,17 @@ def test_truncation_to_the_log_bounds() -> None:
     assert truncate_from_start(entries, 15) == [EpochEntry(3, 15), EpochEntry(4, 20)]
     assert truncate_from_start(entries, 10) == [EpochEntry(3, 10), EpochEntry(4, 20)]
     assert truncate_from_start([EpochEntry(3, 10)], 5) == [EpochEntry(3, 10)]
+
+
+def test_the_live_cache_writes_the_checkpoint_only_when_assign_changes_it() -> None:
+    written: list[list[EpochEntry]] = []
+    cache = LeaderEpochCache(written.append, [EpochEntry(1, 0), EpochEntry(1, 5)])
+    assert cache.entries == [EpochEntry(1, 0)] and written == []
+    cache.assign(1, 7)  # the newest epoch again, later: once per appended batch
+    assert written == []
+    cache.assign(3, 10)
+    cache.assign(2, 12)  # a lower epoch after a higher one truncates it, as at load
+    assert written == [[EpochEntry(1, 0), EpochEntry(3, 10)], [EpochEntry(1, 0), EpochEntry(2, 12)]]
+    with pytest.raises(InvalidLeaderEpochError):
+        cache.assign(4, -1)
+    assert cache.entries == [EpochEntry(1, 0), EpochEntry(2, 12)] and len(written) == 2

@@ -13,7 +13,6 @@ from logrepair.format.batch import Record, RecordBatch, build_batch
 from logrepair.format.walker import Walker
 from logrepair.storage import layout
 from logrepair.storage.clock import ManualClock
-from logrepair.storage.index_builder import build_indexes
 from logrepair.storage.leader_epoch import EpochEntry, read_leader_epochs
 from logrepair.storage.log import (
     InvalidRecordsError,
@@ -31,6 +30,7 @@ from logrepair.storage.producer_snapshot import read_snapshot
 from logrepair.storage.scheduler import Scheduler
 from logrepair.storage.time_index import TimestampOffset
 from logrepair.storage.txn_index import AbortedTxn
+from tests.storage.index_oracle import spec_rebuild
 
 T0 = 1_700_000_000_000
 
@@ -297,7 +297,7 @@ def test_reopen_rebuilds_a_missing_index_as_kafka_recovery_does(pdir, clock) -> 
     os.unlink(index)
     again = open_log(pdir, clock, **cfg)
     log_bytes = open(os.path.join(pdir, layout.log_file_name(0)), "rb").read()
-    expected_index, expected_time = build_indexes(batches_of(log_bytes), 0, 150)
+    expected_index, expected_time = spec_rebuild(batches_of(log_bytes), 0, 150)
     again.close()
     assert open(index, "rb").read() == expected_index
     assert open(os.path.join(pdir, layout.time_index_file_name(0)), "rb").read() == expected_time

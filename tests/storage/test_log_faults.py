@@ -5,7 +5,6 @@ from __future__ import annotations
 import errno
 
 import pytest
-from pyfakefs import helpers
 
 from logrepair.format.walker import Walker
 from logrepair.storage.clock import ManualClock
@@ -97,14 +96,6 @@ def test_disk_full_during_append_is_a_clear_error_and_loses_nothing(tmp_path) ->
     lg.close()
     # The partial write was cut off: the segment ends with a whole batch and reopens cleanly.
     assert _values(OsDisk(), path) == written
-
-
-@pytest.fixture
-def unprivileged(fs):
-    helpers.set_uid(1000)
-    helpers.set_gid(1000)
-    yield fs
-    helpers.reset_ids()
 
 
 def test_open_on_a_read_only_partition_dir_names_the_file(unprivileged) -> None:

@@ -22,7 +22,6 @@ from logrepair.storage.logdir import (
     PathKind,
     classify_path,
 )
-from logrepair.storage.osdisk import OsDisk
 
 TP0 = TopicPartition("orders", 0)
 TP1 = TopicPartition("orders", 1)
@@ -30,11 +29,6 @@ TP1 = TopicPartition("orders", 1)
 
 def recs(n: int, size: int = 40) -> list[ProducerRecord]:
     return [ProducerRecord(None, b"x" * size) for _ in range(n)]
-
-
-@pytest.fixture
-def disk() -> OsDisk:
-    return OsDisk()
 
 
 def test_clean_shutdown_writes_checkpoints_and_marker_and_drops_lock(tmp_path, disk) -> None:

@@ -16,15 +16,9 @@ from logrepair.storage.meta_properties import (
     read_meta_properties,
     write_meta_properties,
 )
-from logrepair.storage.osdisk import OsDisk
 
 CLUSTER = "MkU3OEVBNTcwNTJENDM2Qk"
 DIRECTORY = "b3e1Z2xkS1mXq4t0d7c9Aw"
-
-
-@pytest.fixture
-def disk() -> OsDisk:
-    return OsDisk()
 
 
 @pytest.fixture

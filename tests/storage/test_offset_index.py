@@ -25,14 +25,9 @@ from logrepair.storage.offset_index import (
     decode_entries,
     encode_entry,
 )
-from logrepair.storage.osdisk import OsDisk
+from tests.storage.memory_file import MemoryFile
 
 BASE = 45
-
-
-@pytest.fixture
-def disk() -> OsDisk:
-    return OsDisk()
 
 
 @pytest.fixture
@@ -271,8 +266,6 @@ def test_codec_round_trip_and_partial_entry() -> None:
 )
 def test_lookup_equals_plain_binary_search_across_the_warm_section(gaps, targets) -> None:
     """More than 1024 entries puts part of the index outside Kafka's warm section."""
-    from logrepair.storage.index_builder import MemoryFile
-
     idx = OffsetIndex(MemoryFile("m.index"), 0, max_index_size=8 * 3000, newly_created=True)
     offsets, offset = [], 0
     for gap in gaps:

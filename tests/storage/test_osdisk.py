@@ -17,11 +17,6 @@ from .disk_contract import DiskContract
 
 
 @pytest.fixture
-def disk() -> OsDisk:
-    return OsDisk()
-
-
-@pytest.fixture
 def root(tmp_path) -> str:
     return str(tmp_path)
 

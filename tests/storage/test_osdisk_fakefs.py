@@ -9,20 +9,10 @@ from __future__ import annotations
 import errno
 
 import pytest
-from pyfakefs import helpers
 
 from logrepair.storage.abstract_index import DEFAULT_MAX_INDEX_SIZE
 from logrepair.storage.offset_index import OffsetIndex
 from logrepair.storage.osdisk import OsDisk
-
-
-@pytest.fixture
-def unprivileged(fs):
-    """Permission checks apply only to a non-root user in pyfakefs."""
-    helpers.set_uid(1000)
-    helpers.set_gid(1000)
-    yield fs
-    helpers.reset_ids()
 
 
 def test_preallocating_an_index_on_a_full_disk_names_the_file(fs) -> None:

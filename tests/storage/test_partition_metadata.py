@@ -10,7 +10,6 @@ from hypothesis import strategies as st
 
 from logrepair.storage.checkpoints import CheckpointError
 from logrepair.storage.disk import join
-from logrepair.storage.osdisk import OsDisk
 from logrepair.storage.partition_metadata import (
     PartitionMetadata,
     encode_partition_metadata,
@@ -22,11 +21,6 @@ from logrepair.storage.partition_metadata import (
 
 TOPIC_ID = bytes.fromhex("6b7e2c1f0a3d4e5f8091a2b3c4d5e6f7")
 TOPIC_ID_TEXT = base64.urlsafe_b64encode(TOPIC_ID).decode().rstrip("=")
-
-
-@pytest.fixture
-def disk() -> OsDisk:
-    return OsDisk()
 
 
 @pytest.fixture

@@ -17,8 +17,6 @@ from logrepair.storage.abstract_index import (
     InvalidOffsetError,
 )
 from logrepair.storage.disk import join
-from logrepair.storage.index_builder import MemoryFile
-from logrepair.storage.osdisk import OsDisk
 from logrepair.storage.time_index import (
     TimeIndex,
     TimestampOffset,
@@ -26,13 +24,9 @@ from logrepair.storage.time_index import (
     decode_entries,
     encode_entry,
 )
+from tests.storage.memory_file import MemoryFile
 
 BASE = 45
-
-
-@pytest.fixture
-def disk() -> OsDisk:
-    return OsDisk()
 
 
 @pytest.fixture

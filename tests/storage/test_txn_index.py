@@ -8,13 +8,7 @@ import pytest
 
 from logrepair.storage.abstract_index import CorruptIndexError, IndexFileError
 from logrepair.storage.disk import join
-from logrepair.storage.osdisk import OsDisk
 from logrepair.storage.txn_index import ENTRY_SIZE, AbortedTxn, TransactionIndex
-
-
-@pytest.fixture
-def disk() -> OsDisk:
-    return OsDisk()
 
 
 @pytest.fixture
