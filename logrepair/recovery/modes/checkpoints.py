@@ -1,0 +1,56 @@
+"""The log dir's root checkpoints, rewritten where they are malformed or out of bounds."""
+
+from __future__ import annotations
+
+from ...storage import layout
+from ...storage.checkpoints import format_offsets
+from ..plan import Action, Plan
+from ..scan import LogDirScan
+
+
+def plan_checkpoints(scan: LogDirScan, plan: Plan, ends: dict) -> None:
+    """Rewrites root checkpoints that are malformed or out of bounds after the repair.
+
+    `ends` maps each partition's TopicPartition to (log start offset, log end offset) as repaired."""
+    if not scan.is_log_dir:
+        return
+    ck = scan.checkpoints
+    for name, current in (
+        (layout.RECOVERY_POINT_CHECKPOINT, ck.recovery_points),
+        (layout.REPLICATION_CHECKPOINT, ck.high_watermarks),
+        (layout.LOG_START_OFFSET_CHECKPOINT, ck.log_start_offsets),
+        (layout.CLEANER_CHECKPOINT, ck.cleaner_offsets),
+    ):
+        if name in ck.malformed:
+            plan.actions.append(
+                Action(
+                    "write_file",
+                    name,
+                    "malformed; Kafka reads it as empty, so it is written empty",
+                    content=format_offsets({}),
+                )
+            )
+            continue
+        if current is None:
+            continue
+        new = dict(current)
+        for tp, value in current.items():
+            if tp not in ends:
+                continue
+            lso, leo = ends[tp]
+            if name == layout.RECOVERY_POINT_CHECKPOINT:
+                new[tp] = min(value, leo)
+            elif name == layout.REPLICATION_CHECKPOINT:
+                new[tp] = min(max(value, lso), leo)
+            elif name == layout.LOG_START_OFFSET_CHECKPOINT:
+                new[tp] = min(value, leo)
+        if new != current:
+            changed = sorted(str(tp) for tp in new if new[tp] != current[tp])
+            plan.actions.append(
+                Action(
+                    "write_file",
+                    name,
+                    f"offsets within the repaired logs ({', '.join(changed)})",
+                    content=format_offsets(new),
+                )
+            )

@@ -1,0 +1,192 @@
+"""What every mode does last for a partition: indexes, transaction indexes, producer snapshots and
+leader epochs brought in line with the repaired log."""
+
+from __future__ import annotations
+
+from ...storage import layout
+from ...storage.checkpoints import format_checkpoint
+from ...storage.leader_epoch import (
+    EpochEntry,
+    load_leader_epochs,
+    truncate_from_end,
+    truncate_from_start,
+)
+from ..plan import Action
+from ..segment_scan import SegmentScan
+from .partition_plan import PartitionPlan, Seg
+
+
+def index_needs_rebuild(seg: Seg, pp: PartitionPlan) -> bool:
+    """The segment's offset or time index is missing or does not agree with its log."""
+    if seg.scan.index_findings and any(
+        f.kind in ("offset_index_corrupt", "time_index_corrupt") for f in seg.scan.index_findings
+    ):
+        return True
+    stem = seg.stem()
+    return not pp.exists(stem + layout.INDEX_SUFFIX) or not pp.exists(
+        stem + layout.TIME_INDEX_SUFFIX
+    )
+
+
+def finish_partition(pp: PartitionPlan, *, epochs_from: int | None, mode: str) -> None:
+    """Index rebuilds, transaction indexes, snapshots and leader epochs of the repaired partition.
+
+    `epochs_from`: the position in segment order from which batches' leader epochs are replayed
+    into the cache (Kafka: the recovered segments; the strict modes: every segment)."""
+    p = pp.p
+    # an emptied log dir gets the segment Kafka creates at the log start (spec rec §6.6)
+    if not pp.segs:
+        start = p.log_start_checkpoint or 0
+        name = p.file(layout.log_file_name(start))
+        pp.add(Action("create_segment", name, "Kafka starts an empty segment at the log start"))
+        empty = SegmentScan(start, name, 0)
+        seg = Seg(empty, name, start, rebuild=False)
+        pp.segs.append(seg)
+        pp.created.append(seg)
+    for seg in pp.segs:
+        if mode == "kafka" and seg.log not in pp.recovered and not seg.rebuild:
+            _kafka_missing_time_index(pp, seg)
+        elif seg.rebuild or (seg.new_size is None and index_needs_rebuild(seg, pp)):
+            if seg in pp.created and seg.scan.size == 0 and seg.new_size is None:
+                continue  # create_segment writes its indexes
+            _plan_indexes(pp, seg, mode)
+        _plan_txn_index(pp, seg)
+    leo = pp.log_end_offset
+    removed_bases = {
+        layout.offset_from_file_name(f.rpartition("/")[2])
+        for f in pp.deleted
+        if f.endswith(layout.LOG_SUFFIX)
+    }
+    for snap in p.snapshots:
+        rel = p.file(snap.file)
+        if rel in pp.deleted:
+            continue
+        if snap.corrupt is not None:
+            pp.add(Action("delete", rel, "corrupt producer snapshot (Kafka deletes it at load)"))
+        elif snap.offset > leo:
+            pp.add(Action("delete", rel, f"producer snapshot past the log end {leo}"))
+        elif snap.offset in removed_bases:
+            pp.add(Action("delete", rel, "producer snapshot of a segment the repair deletes"))
+    _plan_leader_epochs(pp, epochs_from)
+
+
+def _plan_indexes(pp: PartitionPlan, seg: Seg, mode: str) -> None:
+    """The indexes Kafka's recovery writes: from the scan when it computed them for exactly the
+    bytes that remain (kafka mode), else rebuilt from the repaired `.log` when applied."""
+    scan = seg.scan
+    size = scan.size if seg.new_size is None else seg.new_size
+    if any(
+        f.kind in ("offset_overflow", "segment_name_mismatch") and (f.position or 0) < size
+        for f in scan.findings
+    ):
+        return  # offsets outside the relative range cannot be indexed; the segment is left
+    limit = pp.p.settings.segment_index_bytes // 8
+    if scan.kafka_index_entries > limit:
+        pp.plan.notes.append(
+            f"{seg.log}: its rebuilt offset index needs {scan.kafka_index_entries} entries, more "
+            f"than segment.index.bytes allows ({limit}); Kafka's recovery fails on it "
+            "(IllegalArgumentException); the index is written whole here"
+        )
+    precomputed = scan.kafka_indexes
+    if (
+        mode == "kafka"
+        and precomputed is not None
+        and seg not in pp.created
+        and seg.new_size in (None, scan.kafka_valid_bytes)
+    ):
+        stem = seg.stem()
+        for suffix, content in zip(
+            (layout.INDEX_SUFFIX, layout.TIME_INDEX_SUFFIX), precomputed, strict=True
+        ):
+            pp.add(
+                Action(
+                    "write_file",
+                    stem + suffix,
+                    "the index Kafka's recovery writes",
+                    content=content,
+                )
+            )
+        return
+    pp.add(Action("rebuild_indexes", seg.log, "indexes that agree with the log"))
+
+
+def _kafka_missing_time_index(pp: PartitionPlan, seg: Seg) -> None:
+    """Below the recovery point Kafka only creates a missing `.timeindex`, empty (spec rec §6.4)."""
+    rel = seg.stem() + layout.TIME_INDEX_SUFFIX
+    if pp.exists(seg.stem() + layout.INDEX_SUFFIX) and not pp.exists(rel):
+        pp.add(
+            Action(
+                "write_file",
+                rel,
+                "Kafka creates a missing time index empty below the recovery point",
+                content=b"",
+            )
+        )
+
+
+def _plan_txn_index(pp: PartitionPlan, seg: Seg) -> None:
+    """Keeps the aborted transactions whose markers remain in the segment (Kafka's truncateTo)."""
+    stem = seg.stem()
+    rel = stem + layout.TXN_INDEX_SUFFIX
+    entries = seg.scan.txn_entries if seg.txn_entries is None else seg.txn_entries
+    if not pp.exists(rel) and not [e for e in entries if seg.base <= e[2] < seg.end_offset]:
+        return
+    end = seg.end_offset
+    kept = [e for e in entries if seg.base <= e[2] < end and e[1] <= e[2]]
+    kept_sorted: list[tuple[int, int, int, int]] = []
+    for e in kept:
+        if not kept_sorted or e[2] > kept_sorted[-1][2]:
+            kept_sorted.append(e)
+    txn_findings = [f for f in seg.scan.index_findings if f.kind == "txn_index_corrupt"]
+    on_disk = seg.scan.txn_entries if seg.disk_txn is None else seg.disk_txn
+    if kept_sorted == on_disk and not txn_findings and pp.exists(rel):
+        return
+    content = b"".join(
+        (0).to_bytes(2, "big")
+        + pid.to_bytes(8, "big", signed=True)
+        + first.to_bytes(8, "big", signed=True)
+        + last.to_bytes(8, "big", signed=True)
+        + lso.to_bytes(8, "big", signed=True)
+        for pid, first, last, lso in kept_sorted
+    )
+    pp.add(
+        Action(
+            "write_file",
+            rel,
+            f"keep the {len(kept_sorted)} aborted transactions whose markers remain",
+            content=content,
+        )
+    )
+
+
+def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None) -> None:
+    p = pp.p
+    rel = p.file(layout.LEADER_EPOCH_CHECKPOINT)
+    written = p.leader_epochs
+    valid = [EpochEntry(e, s) for e, s in (written or []) if e >= 0 and s >= 0]
+    if len(valid) != len(written or []):
+        pp.plan.notes.append(
+            f"{rel}: negative epochs or offsets make Kafka's startup fail; they are dropped"
+        )
+    cache = [] if pp.clear_epochs else load_leader_epochs(valid).entries
+    if epochs_from is not None:
+        for seg in pp.segs[epochs_from:]:
+            size = seg.scan.size if seg.new_size is None else seg.new_size
+            for epoch, base, position in seg.scan.strict_epochs:
+                if position < size and (not cache or epoch > cache[-1].epoch):
+                    cache = load_leader_epochs([*cache, EpochEntry(epoch, base)]).entries
+    cache = truncate_from_end(cache, pp.log_end_offset)
+    if p.log_start_checkpoint is not None:
+        cache = truncate_from_start(cache, p.log_start_checkpoint)
+    entries = [(e.epoch, e.start_offset) for e in cache]
+    if written is None and p.leader_epoch_malformed is None:
+        return  # Kafka creates the file at load; nothing here disagrees with the log
+    if written is not None and entries == written:
+        return
+    content = format_checkpoint(0, [f"{e} {s}" for e, s in entries])
+    reason = (
+        "malformed; rewritten from the epochs in the log"
+        if p.leader_epoch_malformed is not None
+        else "leader epochs that agree with the log"
+    )
+    pp.add(Action("write_file", rel, reason, content=content))

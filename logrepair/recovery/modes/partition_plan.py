@@ -1,0 +1,164 @@
+"""The plan of one partition as a mode builds it.
+
+A mode plans one partition at a time on a `PartitionPlan`, which holds the partition's segment list
+as it will be after the actions planned so far (a completed swap adds segments, a deletion drops
+them), so later steps reason about the repaired state rather than the damaged one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...storage import layout
+from ..plan import Action, Plan
+from ..scan import PartitionScan
+from ..segment_scan import SegmentScan
+
+INT_MAX = 2**31 - 1
+SEGMENT_SUFFIXES = (
+    layout.LOG_SUFFIX,
+    layout.INDEX_SUFFIX,
+    layout.TIME_INDEX_SUFFIX,
+    layout.TXN_INDEX_SUFFIX,
+)
+
+
+@dataclass(slots=True)
+class Seg:
+    """A segment of the repaired partition: its scan, and the `.log` name it will have."""
+
+    scan: SegmentScan
+    log: str
+    base: int
+    new_size: int | None = None
+    """Set when the plan truncates the `.log`."""
+    next_offset: int | None = None
+    """The next offset after the repair (None: as scanned)."""
+    rebuild: bool = False
+    txn_entries: list[tuple[int, int, int, int]] | None = None
+    """What its `.txnindex` must hold (None: as scanned)."""
+    disk_txn: list[tuple[int, int, int, int]] | None = None
+    derived: bool = False
+    """Made by this plan's split of another segment (its batches were checked there)."""
+    """What its `.txnindex` holds now, when `scan` is not the scan of this file."""
+
+    def stem(self) -> str:
+        return self.log[: -len(layout.LOG_SUFFIX)]
+
+    @property
+    def end_offset(self) -> int:
+        return self.scan.next_offset if self.next_offset is None else self.next_offset
+
+
+@dataclass(slots=True)
+class PartitionPlan:
+    p: PartitionScan
+    plan: Plan
+    segs: list[Seg] = field(default_factory=list)
+    deleted: set[str] = field(default_factory=set)
+    created: list[Seg] = field(default_factory=list)
+    data_removed: bool = False
+    clear_epochs: bool = False
+    recovered: set[str] = field(default_factory=set)
+    """`.log` names Kafka's loader recovers (kafka mode rebuilds indexes only there)."""
+
+    @property
+    def interval(self) -> int:
+        return self.p.settings.index_interval_bytes
+
+    def add(self, action: Action) -> None:
+        if action.action == "rebuild_indexes":
+            action.index_interval_bytes = self.interval
+        if action.action == "delete":
+            if action.file in self.deleted:
+                return
+            self.deleted.add(action.file)
+        self.plan.actions.append(action)
+
+    def exists(self, rel: str) -> bool:
+        name = rel.rpartition("/")[2]
+        return name in self.p.files and rel not in self.deleted
+
+    def delete_segment_files(self, seg: Seg, reason: str) -> None:
+        """Moves the files of a segment whose data the plan keeps elsewhere to quarantine."""
+        stem = seg.stem()
+        for suffix in SEGMENT_SUFFIXES:
+            rel = stem + suffix
+            if self.exists(rel) or suffix == layout.LOG_SUFFIX:
+                self.add(Action("delete", rel, reason))
+
+    def delete_segment(self, seg: Seg, reason: str) -> None:
+        """Moves every file of a segment to quarantine (Kafka's asynchronous delete)."""
+        offsets = (seg.scan.first_offset, seg.scan.last_offset) if seg.scan.runs else None
+        log_bytes = seg.scan.size if seg.new_size is None else seg.new_size
+        stem = seg.stem()
+        for suffix in SEGMENT_SUFFIXES:
+            rel = stem + suffix
+            if self.exists(rel) or (suffix == layout.LOG_SUFFIX and seg in self.created):
+                self.add(
+                    Action(
+                        "delete",
+                        rel,
+                        reason,
+                        removed_bytes=log_bytes if suffix == layout.LOG_SUFFIX else 0,
+                        removed_offsets=offsets if suffix == layout.LOG_SUFFIX else None,
+                    )
+                )
+        if log_bytes:
+            self.data_removed = True
+        self.segs.remove(seg)
+
+    def truncate_segment(self, seg: Seg, size: int, reason: str) -> None:
+        """Cuts a `.log` at a batch boundary and marks its indexes for rebuilding."""
+        removed_offsets = None
+        lost = [r for r in seg.scan.runs if r.end > size]
+        if lost:
+            removed_offsets = (_next_offset_at(seg.scan, size), lost[-1].last_offset)
+        current = seg.scan.size if seg.new_size is None else seg.new_size
+        if size >= current:
+            return
+        self.add(
+            Action(
+                "truncate",
+                seg.log,
+                reason,
+                size=size,
+                removed_bytes=current - size,
+                removed_offsets=removed_offsets,
+            )
+        )
+        self.data_removed = True
+        seg.new_size = size
+        seg.next_offset = _next_offset_at(seg.scan, size)
+        seg.rebuild = True
+
+    @property
+    def log_end_offset(self) -> int:
+        """The log end the repaired partition has, as Kafka computes it."""
+        if not self.segs:
+            return self.p.log_start_checkpoint or 0
+        return self.segs[-1].end_offset
+
+    @property
+    def verified_end_offset(self) -> int:
+        """The log end verify will see after the repair: past the last batch in order (differs
+        from Kafka's only where kafka mode leaves offsets going backwards)."""
+        if not self.segs:
+            return self.p.log_start_checkpoint or 0
+        last = self.segs[-1]
+        if last.new_size is None:
+            return last.scan.next_offset
+        return _next_offset_at(last.scan, last.new_size)
+
+
+def _next_offset_at(scan: SegmentScan, size: int) -> int:
+    """The next offset of the segment cut at `size`.
+
+    Every cut a mode makes is at the start of a defect or at Kafka's valid bytes, never inside a
+    run of valid batches, so the runs that end by `size` are exactly the batches that remain."""
+    last = None
+    for run in scan.runs:
+        if run.end > size:
+            break
+        last = run.last_offset
+    return scan.base_offset if last is None else last + 1

@@ -1,0 +1,28 @@
+"""`point-in-time` mode: the partition ends just before its first defect, wherever it is.
+
+Unlike Kafka, it reads every segment, also those below the recovery point, and cuts at the first
+byte that is not a valid batch in order — so what remains is a consistent prefix of the log.
+Index, leftover and checkpoint defects are fixed as in `kafka` mode without cutting data.
+"""
+
+from __future__ import annotations
+
+from ..defects import is_data_defect
+from .partition_plan import PartitionPlan
+
+
+def plan_partition(pp: PartitionPlan) -> int:
+    for n, seg in enumerate(list(pp.segs)):
+        data = [f for f in seg.scan.findings if is_data_defect(f.kind) and f.position is not None]
+        if not data:
+            continue
+        first = min(data, key=lambda f: f.position)
+        pp.truncate_segment(
+            seg,
+            first.position,
+            f"point-in-time: the log ends before the first defect ({first.kind})",
+        )
+        for later in pp.segs[n + 1 :]:
+            pp.delete_segment(later, f"point-in-time: after the first defect (in {seg.log})")
+        break
+    return 0

@@ -1,0 +1,73 @@
+"""Which findings a plan resolves, and the ones it leaves (with the modes that would fix them)."""
+
+from __future__ import annotations
+
+from ...storage import layout
+from ..defects import kind as defect_kind
+from ..findings import Finding
+from ..plan import Plan
+from ..scan import LogDirScan
+from .partition_plan import SEGMENT_SUFFIXES, PartitionPlan
+
+
+def unresolved(scan: LogDirScan, plan: Plan, pps: list[PartitionPlan]) -> list[Finding]:
+    """Findings the plan leaves in place."""
+    truncated: dict[str, int] = {}
+    rewritten: set[str] = set()
+    deleted: set[str] = set()
+    renamed: set[str] = set()
+    for a in plan.actions:
+        if a.action == "truncate":
+            truncated[a.file] = min(a.size, truncated.get(a.file, a.size))
+        elif a.action == "delete":
+            deleted.add(a.file)
+        elif a.action == "rename":
+            renamed.add(a.file)
+        elif a.action == "write_file":
+            rewritten.add(a.file)
+        elif a.action in ("rebuild_indexes", "create_segment"):
+            stem = a.file[: -len(layout.LOG_SUFFIX)]
+            rewritten.update({stem + layout.INDEX_SUFFIX, stem + layout.TIME_INDEX_SUFFIX})
+    rewritten.update(a.to for a in plan.actions if a.action == "split" and a.to is not None)
+    deleted_stems = {d[: -len(layout.LOG_SUFFIX)] for d in deleted if d.endswith(layout.LOG_SUFFIX)}
+    left = []
+    for f in scan.all_findings():
+        if f.file in deleted or f.file in renamed or f.file in rewritten:
+            continue
+        stem, dot, suffix = f.file.rpartition(".")
+        if dot and stem in deleted_stems and "." + suffix in SEGMENT_SUFFIXES:
+            continue
+        if f.file in truncated and f.position is not None and f.position >= truncated[f.file]:
+            continue  # removed, or (a split) moved into a segment of its own
+        if f.kind in (
+            "recovery_point_beyond_end",
+            "high_watermark_beyond_end",
+            "log_start_beyond_high_watermark",
+            "log_start_beyond_end",
+            "checkpoint_malformed",
+        ) and (f.file in rewritten or _checkpoint_resolved(f, pps)):
+            continue
+        left.append(f)
+    return left
+
+
+def _checkpoint_resolved(f: Finding, pps: list[PartitionPlan]) -> bool:
+    """A checkpoint value out of bounds before the repair and within them after it (the data
+    moved, not the checkpoint: e.g. salvage keeping batches the old end did not count)."""
+    pp = next((pp for pp in pps if pp.p.rel == f.partition), None)
+    if pp is None or f.offset is None:
+        return False
+    leo = min(pp.log_end_offset, pp.verified_end_offset)
+    if f.kind in ("recovery_point_beyond_end", "high_watermark_beyond_end", "log_start_beyond_end"):
+        return f.offset <= leo
+    return False
+
+
+def left_json(findings: list[Finding], mode: str) -> list[dict]:
+    """Each finding a mode leaves, with the other modes that would fix it."""
+    out = []
+    for f in findings:
+        entry = f.to_json()
+        entry["fixed_by"] = [m for m in defect_kind(f.kind).fixed_by if m != mode]
+        out.append(entry)
+    return out

@@ -1,0 +1,136 @@
+"""A repair plan: the list of file actions a mode decided on, printable as a dry run.
+
+Actions name files relative to the repaired PATH, so a plan reads the same wherever the log dir is
+mounted. Every action is idempotent when applied from its journal entry (apply.py), which is what
+lets a crashed repair be finished by simply running it again.
+
+Actions:
+- `truncate`: cut a `.log` (or other file) to `size`; the tail goes to quarantine.
+- `split`: copy `[position, position + length)` of `file` (bytes that a `truncate` of the same file
+  cuts) into the new segment `to`; salvage uses it to keep valid batches after a damaged range.
+  Splits come before that truncate, which then saves only the bytes no split moved, so a 1 GiB
+  tail is copied once, not twice (a split back into the same file is the exception: it follows
+  the truncate and copies from the saved tail).
+- `delete`: move a file into quarantine (later segments Kafka drops, leftovers, orphans).
+- `rename`: finish an interrupted swap (`x.swap` → `x`).
+- `rebuild_indexes`: write the offset and time index of a `.log` from its final bytes, as Kafka's
+  recovery builds them (spec fmt §6.4(a)).
+- `write_file`: replace a small file (checkpoint, transaction index) with `content`.
+- `create_segment`: an empty `.log` where Kafka starts a new segment (log start beyond the end).
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass, field
+
+
+@dataclass(slots=True)
+class Action:
+    action: str
+    file: str
+    reason: str
+    size: int | None = None
+    to: str | None = None
+    position: int | None = None
+    length: int | None = None
+    content: bytes | None = None
+    removed_bytes: int = 0
+    removed_offsets: tuple[int, int] | None = None
+    index_interval_bytes: int | None = None
+    moved: list[tuple[int, int, str]] | None = None
+    """For a truncate: the `(position, length, new segment)` ranges of the cut tail that splits
+    before it copied out; only the rest of the tail is saved in quarantine."""
+
+    def to_json(self) -> dict:
+        out: dict = {"action": self.action, "file": self.file}
+        for key in ("size", "to", "position", "length", "index_interval_bytes"):
+            value = getattr(self, key)
+            if value is not None:
+                out[key] = value
+        if self.content is not None:
+            out["bytes"] = len(self.content)
+        if self.removed_bytes:
+            out["removed_bytes"] = self.removed_bytes
+        if self.removed_offsets is not None:
+            out["removed_offsets"] = list(self.removed_offsets)
+        out["reason"] = self.reason
+        return out
+
+    def to_journal(self) -> dict:
+        out = self.to_json()
+        out.pop("bytes", None)
+        if self.moved is not None:
+            out["moved"] = [list(m) for m in self.moved]
+        if self.content is not None:
+            out["content"] = base64.b64encode(self.content).decode("ascii")
+        return out
+
+    @classmethod
+    def from_journal(cls, data: dict) -> Action:
+        content = data.get("content")
+        removed = data.get("removed_offsets")
+        return cls(
+            action=data["action"],
+            file=data["file"],
+            reason=data.get("reason", ""),
+            size=data.get("size"),
+            to=data.get("to"),
+            position=data.get("position"),
+            length=data.get("length"),
+            content=None if content is None else base64.b64decode(content),
+            removed_bytes=data.get("removed_bytes", 0),
+            removed_offsets=None if removed is None else (removed[0], removed[1]),
+            index_interval_bytes=data.get("index_interval_bytes"),
+            moved=None if data.get("moved") is None else [tuple(m) for m in data["moved"]],
+        )
+
+    def describe(self) -> str:
+        """One line of the dry-run listing."""
+        where = {
+            "truncate": f"truncate {self.file} to {self.size} bytes",
+            "split": f"copy bytes {self.position}..{(self.position or 0) + (self.length or 0)} "
+            f"of {self.file} to new segment {self.to}",
+            "delete": f"move {self.file} to quarantine",
+            "rename": f"rename {self.file} to {self.to}",
+            "rebuild_indexes": f"rebuild offset and time index of {self.file}",
+            "write_file": f"rewrite {self.file}",
+            "create_segment": f"create empty segment {self.file}",
+        }[self.action]
+        loss = ""
+        if self.removed_bytes:
+            loss = f"; removes {self.removed_bytes} bytes"
+            if self.removed_offsets is not None:
+                loss += f", offsets {self.removed_offsets[0]}..{self.removed_offsets[1]}"
+        return f"{where} ({self.reason}{loss})"
+
+
+@dataclass(slots=True)
+class Plan:
+    """What a mode decided for one PATH: the actions, plus what it leaves and why."""
+
+    mode: str
+    root: str
+    actions: list[Action] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    left: list[dict] = field(default_factory=list)
+    """Defects the mode does not fix: each finding's JSON plus `fixed_by`."""
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    """Offset ranges salvage leaves between kept batches (removed data), as `[first, last]`."""
+
+    @property
+    def removed_bytes(self) -> int:
+        return sum(a.removed_bytes for a in self.actions)
+
+    @property
+    def removed_offsets(self) -> list[tuple[int, int]]:
+        ranges = sorted(
+            [a.removed_offsets for a in self.actions if a.removed_offsets is not None] + self.gaps
+        )
+        merged: list[tuple[int, int]] = []
+        for first, last in ranges:
+            if merged and first <= merged[-1][1] + 1:
+                merged[-1] = (merged[-1][0], max(merged[-1][1], last))
+            else:
+                merged.append((first, last))
+        return merged

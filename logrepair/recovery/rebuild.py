@@ -1,0 +1,121 @@
+"""`rebuild-index`: every index of a partition rewritten from its log (spec fmt §6.4(a), §7.1).
+
+Offset and time indexes come from each segment alone. Transaction indexes need the producers'
+transaction state from the start of the log: the batches of every segment are replayed, in order,
+through `storage.producer_state` (as Kafka's recovery does when no producer snapshot is left), and
+each aborted transaction goes to the segment holding its ABORT marker. The rewrite goes through the
+same journal and quarantine as a repair, so it can be undone.
+"""
+
+from __future__ import annotations
+
+from ..format.batch import RecordBatch
+from ..format.control import ControlType
+from ..format.errors import Defect, FormatError
+from ..storage import layout
+from ..storage.disk import Disk, join
+from ..storage.producer_state import ProducerState, ProducerStateError
+from ..storage.scan import LogScan
+from . import indexes
+from .plan import Action, Plan
+from .scan import LogDirScan
+
+
+def txn_entries_by_segment(
+    disk: Disk, partition_path: str, bases: list[int]
+) -> tuple[dict[int, bytes], list[str]]:
+    """The `.txnindex` bytes of each segment (by base offset), and problems met on the way."""
+    state = ProducerState()
+    out: dict[int, bytes] = {}
+    problems: list[str] = []
+    for base in bases:
+        entries = bytearray()
+        log = join(partition_path, layout.log_file_name(base))
+        for item in LogScan(disk, log, check_offsets=False):
+            if isinstance(item, Defect):
+                break
+            if not isinstance(item, RecordBatch) or item.producer_id < 0:
+                continue
+            try:
+                if item.is_control and item.is_transactional:
+                    if item.control_type() not in (ControlType.ABORT, ControlType.COMMIT):
+                        continue
+                    marker = item.end_txn_marker()
+                    aborted = state.append_end_txn(
+                        item.producer_id,
+                        item.producer_epoch,
+                        item.base_offset,
+                        item.max_timestamp,
+                        marker.control_type is ControlType.ABORT,
+                        marker.coordinator_epoch,
+                    )
+                    if aborted is not None:
+                        entries += (
+                            (0).to_bytes(2, "big")
+                            + aborted.producer_id.to_bytes(8, "big", signed=True)
+                            + aborted.first_offset.to_bytes(8, "big", signed=True)
+                            + aborted.last_offset.to_bytes(8, "big", signed=True)
+                            + aborted.last_stable_offset.to_bytes(8, "big", signed=True)
+                        )
+                elif not item.is_control:
+                    state.append_data(
+                        item.producer_id,
+                        item.producer_epoch,
+                        item.base_sequence,
+                        item.base_offset,
+                        item.last_offset,
+                        item.max_timestamp,
+                        item.is_transactional,
+                    )
+            except (ProducerStateError, FormatError, ValueError) as e:
+                problems.append(f"{log} @{item.position}: {e}")
+        out[base] = bytes(entries)
+    return out, problems
+
+
+def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
+    """Rebuild actions for every index that differs from what the log says it should be."""
+    plan = Plan("rebuild-index", scan.root)
+    for p in scan.partitions:
+        bases = [s.base_offset for s in p.segments]
+        txn, problems = txn_entries_by_segment(disk, p.path, bases)
+        plan.notes.extend(problems)
+        for seg in p.segments:
+            if seg.misnamed or any(f.kind == "offset_overflow" for f in seg.findings):
+                plan.notes.append(
+                    f"{seg.name}: offsets outside the segment's relative range; its indexes "
+                    "cannot be built (repair --mode salvage renames or splits the segment)"
+                )
+                continue
+            log = join(p.path, layout.log_file_name(seg.base_offset))
+            wanted = dict(indexes.rebuild(disk, log, p.settings.index_interval_bytes))
+            stem = seg.name[: -len(layout.LOG_SUFFIX)]
+            stale = False
+            for path, content in wanted.items():
+                suffix = path[path.rindex(".") :]
+                current = stem + suffix
+                if current.rpartition("/")[2] not in p.files or disk.read_file(path) != content:
+                    stale = True
+            if stale:
+                plan.actions.append(
+                    Action(
+                        "rebuild_indexes",
+                        seg.name,
+                        "rebuilt from the log",
+                        index_interval_bytes=p.settings.index_interval_bytes,
+                    )
+                )
+            txn_name = stem + layout.TXN_INDEX_SUFFIX
+            txn_path = join(p.path, layout.txn_index_file_name(seg.base_offset))
+            exists = txn_name.rpartition("/")[2] in p.files
+            content = txn.get(seg.base_offset, b"")
+            if (exists and disk.read_file(txn_path) != content) or (not exists and content):
+                plan.actions.append(
+                    Action(
+                        "write_file",
+                        txn_name,
+                        "aborted transactions replayed from the log",
+                        content=content,
+                    )
+                )
+    return plan

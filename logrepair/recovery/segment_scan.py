@@ -1,0 +1,602 @@
+"""One pass over a segment's `.log`: every byte a valid batch or inside a finding, plus Kafka's view.
+
+The pass keeps two readings of the same bytes side by side:
+
+- the strict one (what verify reports and the strict modes act on): every structural defect, and
+  batches whose offsets do not increase past everything before them, in this segment or earlier;
+- Kafka's (what `kafka` mode acts on, spec rec §6.6.1): Kafka stops only at a batch that fails
+  `ensureValid` or cannot be framed, empties the segment when an offset-index append would go
+  backwards, and splits it when an offset overflows the relative range; it never notices an offset
+  regression between index points.
+
+The segment's indexes are checked in the same pass by merging their entries with the batches as
+they stream by, so memory stays bounded by the index files, never by the `.log`.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass, field
+
+from ..format.batch import RecordBatch
+from ..format.errors import Defect
+from ..format.walker import CRC_VALID_KINDS
+from ..storage.disk import Disk
+from ..storage.scan import LogScan
+from .findings import Finding
+from .indexes import RecoveryIndexes
+
+INT_MAX = 2**31 - 1
+# Index files larger than this (or than segment.index.bytes, when that is larger) are reported,
+# not loaded: Kafka's default segment.index.bytes is 10 MiB.
+MAX_INDEX_LOAD = 64 * 1024 * 1024
+
+_OFFSET_ENTRY = struct.Struct(">ii")
+_TIME_ENTRY = struct.Struct(">qi")
+_TXN_ENTRY = struct.Struct(">hqqqq")
+TXN_ENTRY_SIZE = 34
+
+
+@dataclass(slots=True)
+class Run:
+    """Consecutive valid batches: `[start, end)` of the file holding offsets first..last."""
+
+    start: int
+    end: int
+    first_offset: int
+    last_offset: int
+
+
+@dataclass(slots=True)
+class Piece:
+    """Where Kafka's overflow split would start a new segment: position and its base offset."""
+
+    position: int
+    base_offset: int
+
+
+@dataclass(slots=True)
+class SegmentScan:
+    base_offset: int
+    name: str
+    """File name relative to the scanned PATH."""
+    size: int
+    runs: list[Run] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    index_findings: list[Finding] = field(default_factory=list)
+    kafka_valid_bytes: int = 0
+    kafka_invalid_offset: bool = False
+    """Kafka's recovery would throw InvalidOffsetException and empty the segment."""
+    kafka_pieces: list[Piece] = field(default_factory=list)
+    """Non-empty when Kafka's recovery would hit an offset overflow and split the segment."""
+    strict_epochs: list[tuple[int, int, int]] = field(default_factory=list)
+    """(epoch, base offset, position) where the leader epoch rises among strictly valid batches."""
+    kafka_last_offset: int | None = None
+    has_index: bool = True
+    has_time_index: bool = True
+    has_txn_index: bool = False
+    txn_corrupt_for_kafka: bool = False
+    """`TransactionIndex.sanityCheck` fails: Kafka rebuilds the segment at load."""
+    txn_entries: list[tuple[int, int, int, int]] = field(default_factory=list)
+    """The `.txnindex` entries (producer id, first offset, last offset, last stable offset)."""
+    max_timestamp: int = -1
+    misnamed: bool = False
+    unordered: bool = False
+    """Batch offsets go back somewhere in the segment (an `offset_regression`/`offset_overlap`)."""
+    kafka_split_fails: bool = False
+    """An offset outside the relative range that Kafka cannot split away (`hasOverflow()` is
+    false, or the pieces would not be in offset order): Kafka's startup fails on it."""
+    epoch_regression: bool = False
+    too_large: bool = False
+    kafka_indexes: tuple[bytes, bytes] | None = None
+    """The `.index` and `.timeindex` Kafka's recovery writes for its valid prefix, when the
+    segment's own indexes will be replaced (computed in the same pass, see indexes.py)."""
+    kafka_index_entries: int = 0
+    """The first batch lies below the base offset in the name (`segment_name_mismatch`)."""
+
+    @property
+    def first_offset(self) -> int | None:
+        return self.runs[0].first_offset if self.runs else None
+
+    @property
+    def last_offset(self) -> int | None:
+        return self.runs[-1].last_offset if self.runs else None
+
+    @property
+    def next_offset(self) -> int:
+        last = self.last_offset
+        return self.base_offset if last is None else last + 1
+
+    @property
+    def kafka_next_offset(self) -> int:
+        last = self.kafka_last_offset
+        return self.base_offset if last is None else last + 1
+
+    @property
+    def first_data_defect(self) -> Finding | None:
+        return min(self.findings, key=lambda f: f.position or 0, default=None)
+
+    @property
+    def valid_bytes(self) -> int:
+        return sum(r.end - r.start for r in self.runs)
+
+
+def scan_segment(
+    disk: Disk,
+    path: str,
+    name: str,
+    base_offset: int,
+    *,
+    previous_last_offset: int | None,
+    index_interval_bytes: int,
+    index_paths: tuple[str | None, str | None, str | None],
+    message_max_bytes: int | None = None,
+) -> SegmentScan:
+    """Scans `path` (a `.log`, or a `.log.swap`), named `name` in findings.
+
+    `previous_last_offset` is the last valid offset of the segments before this one: batches at or
+    below it are overlaps. `index_paths` are the offset, time and transaction index (None when the
+    file does not exist)."""
+    size = disk.size(path)
+    seg = SegmentScan(base_offset, name, size)
+    offset_check = _OffsetIndexCheck.load(disk, index_paths[0], base_offset, seg, name)
+    time_check = _TimeIndexCheck.load(disk, index_paths[1], base_offset, seg, name)
+    seg.has_index = index_paths[0] is not None
+    seg.has_time_index = index_paths[1] is not None
+
+    last = previous_last_offset
+    run: Run | None = None
+    kafka_on = True
+    kafka_bytes = 0
+    last_index_pos = 0
+    last_index_offset: int | None = None
+    strict_max_epoch = -1
+    piece_base = base_offset
+    strict_base = base_offset
+    kafka_index: RecoveryIndexes | None = RecoveryIndexes(base_offset, index_interval_bytes)
+    runs = seg.runs
+    findings = seg.findings
+    kafka_last: int | None = None
+    never = 2**63
+    oc_next = never if offset_check is None else offset_check.next_position()
+    tc_next = never if time_check is None else time_check.next_offset()
+
+    for item in LogScan(disk, path, resync=True, check_offsets=False):
+        cls = item.__class__
+        if cls is Defect:
+            run = None
+            previous = findings[-1] if findings else None
+            if (
+                previous is not None
+                and previous.kind == item.kind
+                and previous.position + previous.length == item.position
+                and item.kind not in CRC_VALID_KINDS
+            ):
+                # One damaged region reported in pieces (a resync across a window boundary).
+                previous.length += item.length
+            else:
+                findings.append(
+                    Finding(item.kind, name, item.position, item.length, item.offset, item.detail)
+                )
+            if kafka_on:
+                if item.kind in CRC_VALID_KINDS:
+                    # A batch whose CRC holds: Kafka's recovery keeps it (spec fmt §2.9).
+                    kafka_bytes += item.length
+                    kafka_index = None  # rebuilt from the file instead
+                else:
+                    kafka_on = False
+            continue
+        position = item.position
+        first = item.base_offset
+        if cls is RecordBatch:  # plain attributes: the per-batch cost is most of a scan's CPU
+            batch_size = len(item.raw)
+            last_off = first + item.last_offset_delta
+        else:
+            batch_size = item.size
+            last_off = item.last_offset
+        if kafka_on:
+            if not 0 <= last_off - piece_base <= INT_MAX:
+                if not seg.kafka_pieces:
+                    seg.kafka_pieces.append(Piece(0, base_offset))
+                piece_base = first
+                seg.kafka_pieces.append(Piece(position, first))
+            if kafka_bytes - last_index_pos > index_interval_bytes:
+                if last_index_offset is not None and last_off <= last_index_offset:
+                    seg.kafka_invalid_offset = True
+                    kafka_on = False
+                else:
+                    last_index_offset = last_off
+                    last_index_pos = kafka_bytes
+            if kafka_on:
+                kafka_bytes += batch_size
+                kafka_last = last_off
+                if kafka_index is not None:
+                    ts = item.max_timestamp
+                    kafka_index.add(batch_size, last_off, -1 if ts is None else ts)
+        # Index entries are visited only at the batches they name: most batches skip both calls.
+        if position >= oc_next:
+            oc_next = offset_check.batch(position, first, last_off)
+        if last_off >= tc_next:
+            tc_next = time_check.batch(last_off)
+        # strict reading
+        if first < 0 or last_off < first:
+            # The offset fields lie outside the CRC: a flipped bit there leaves the CRC valid.
+            findings.append(
+                Finding(
+                    "offset_invalid",
+                    name,
+                    position,
+                    batch_size,
+                    first,
+                    f"batch at offsets {first}..{last_off}: a negative or inverted offset range",
+                )
+            )
+            run = None
+            continue
+        if last is not None and first <= last:
+            # The indexes of a log whose offsets go back cannot be held against it entry by entry
+            # (Kafka's own rebuild would fail such a check); their structure is still checked.
+            seg.unordered = True
+            oc_next = tc_next = never
+            kind = (
+                "offset_overlap"
+                if not runs and previous_last_offset == last
+                else "offset_regression"
+            )
+            findings.append(
+                Finding(
+                    kind,
+                    name,
+                    position,
+                    batch_size,
+                    first,
+                    f"batch at offsets {first}..{last_off} does not follow offset {last}",
+                )
+            )
+            run = None
+            continue
+        if first < base_offset and not runs and not seg.misnamed:
+            # The segment is named above its first batch (Kafka cannot recover it: the relative
+            # offset is negative). Its batches are otherwise fine: salvage renames the segment.
+            seg.misnamed = True
+            findings.append(
+                Finding(
+                    "segment_name_mismatch",
+                    name,
+                    position,
+                    0,
+                    first,
+                    f"segment {base_offset} starts with a batch at offset {first}",
+                )
+            )
+            strict_base = first
+        elif last_off - strict_base > INT_MAX:
+            # A valid batch that needs a segment of its own (legacy data, spec rec §6.7): a
+            # zero-length finding marks where the segment must be split; the batch stays valid.
+            findings.append(
+                Finding(
+                    "offset_overflow",
+                    name,
+                    position,
+                    0,
+                    first,
+                    f"batch at offsets {first}..{last_off} overflows the relative offsets of a "
+                    f"segment based at {strict_base}; the segment must be split here",
+                )
+            )
+            strict_base = first
+            run = None
+        if message_max_bytes is not None and batch_size > message_max_bytes and not seg.too_large:
+            seg.too_large = True
+            seg.index_findings.append(
+                Finding(
+                    "batch_too_large",
+                    name,
+                    position,
+                    batch_size,
+                    first,
+                    f"batch of {batch_size} bytes is larger than message.max.bytes "
+                    f"{message_max_bytes}",
+                )
+            )
+        if run is None:
+            run = Run(position, position + batch_size, first, last_off)
+            runs.append(run)
+        else:
+            run.end = position + batch_size
+            run.last_offset = last_off
+        last = last_off
+        max_ts = item.max_timestamp
+        if max_ts is not None and max_ts > seg.max_timestamp:
+            seg.max_timestamp = max_ts
+        epoch = item.partition_leader_epoch
+        if epoch is not None and epoch >= 0:
+            if epoch > strict_max_epoch:
+                strict_max_epoch = epoch
+                seg.strict_epochs.append((epoch, first, position))
+            elif epoch < strict_max_epoch and not seg.epoch_regression:
+                seg.epoch_regression = True
+                seg.index_findings.append(
+                    Finding(
+                        "batch_epoch_regression",
+                        name,
+                        position,
+                        batch_size,
+                        first,
+                        f"batch at offset {first} has leader epoch {epoch}, below the epoch "
+                        f"{strict_max_epoch} of an earlier batch (Kafka never checks this)",
+                    )
+                )
+
+    seg.kafka_last_offset = kafka_last
+    if seg.kafka_pieces and not _kafka_can_split(seg.kafka_pieces, kafka_last, base_offset):
+        seg.kafka_pieces = []
+        seg.kafka_split_fails = True
+    seg.kafka_valid_bytes = 0 if seg.kafka_invalid_offset else kafka_bytes
+    if seg.kafka_invalid_offset:
+        seg.kafka_last_offset = None
+    if offset_check is not None:
+        offset_check.finish()
+    if time_check is not None:
+        time_check.finish(seg.last_offset)
+    if index_paths[2] is not None:
+        _check_txn_index(disk, index_paths[2], seg, name)
+        seg.has_txn_index = True
+    if kafka_index is not None and not seg.kafka_pieces and not seg.kafka_invalid_offset:
+        seg.kafka_index_entries = kafka_index.entries
+        # kept only where kafka mode will rewrite the indexes, so memory follows the damage
+        if seg.index_findings or kafka_bytes < size or not (seg.has_index and seg.has_time_index):
+            seg.kafka_indexes = kafka_index.finish()
+    return seg
+
+
+def _kafka_can_split(pieces: list[Piece], last_offset: int | None, base_offset: int) -> bool:
+    """`LogSegment.hasOverflow()` (the last offset is out of range), and pieces in offset order."""
+    if last_offset is None or last_offset - base_offset <= INT_MAX:
+        return False
+    bases = [p.base_offset for p in pieces]
+    return all(a < b for a, b in zip(bases, bases[1:], strict=False))
+
+
+class _OffsetIndexCheck:
+    """Checks `.index` entries against the batches as they pass (spec fmt §6.7)."""
+
+    def __init__(self, raw: bytes, base: int, seg: SegmentScan, name: str, file: str) -> None:
+        self.raw = raw
+        self.n = len(raw) // 8
+        self.i = 0
+        self.base = base
+        self.seg = seg
+        self.name = name
+        self.file = file
+        self.problem: str | None = None
+        self.against_log = False
+        self.prev_offset: int | None = None
+
+    @classmethod
+    def load(
+        cls, disk: Disk, path: str | None, base: int, seg: SegmentScan, name: str
+    ) -> _OffsetIndexCheck | None:
+        file = name[: -len(".log")] + ".index" if name.endswith(".log") else name + ".index"
+        if path is None:
+            return None
+        size = disk.size(path)
+        if size > MAX_INDEX_LOAD:
+            seg.index_findings.append(
+                Finding("offset_index_corrupt", file, 0, size, None, f"{size} bytes is too large")
+            )
+            return None
+        check = cls(disk.read_file(path), base, seg, name, file)
+        if size % 8:
+            check.fail(
+                f"Index file {path} is corrupt, found {size} bytes which is neither positive nor "
+                "a multiple of 8"
+            )
+        zeros = _zero_tail(check.raw[: check.n * 8], 8)
+        if zeros and zeros < check.n:
+            check.fail(f"{zeros} zero-filled slots after the last entry (active at a crash)")
+        return check
+
+    def fail(self, detail: str, against_log: bool = False) -> None:
+        """Records the first problem; `against_log` marks one found by holding the entries
+        against the batches, which means nothing when the batches' own offsets go back."""
+        if self.problem is None:
+            self.problem = detail
+            self.against_log = against_log
+
+    def next_position(self) -> int:
+        """Where the next unchecked entry points (the scan calls `batch` only from there on)."""
+        if self.problem is not None or self.i >= self.n:
+            return 2**63
+        return _OFFSET_ENTRY.unpack_from(self.raw, self.i * 8)[1]
+
+    def batch(self, position: int, first: int, last: int) -> int:
+        """Checks the entry at this batch, if any; returns `next_position()`."""
+        if self.problem is not None or self.i >= self.n:
+            return 2**63
+        rel, pos = _OFFSET_ENTRY.unpack_from(self.raw, self.i * 8)
+        if pos < position:
+            self.fail(
+                f"entry {self.i} points at byte {pos}, which is not the start of a batch", True
+            )
+        elif pos == position:
+            offset = self.base + rel
+            if rel < 0 or offset < last:
+                self.fail(
+                    f"entry {self.i} says offset {offset} at byte {pos}, where batch "
+                    f"{first}..{last} starts",
+                    True,
+                )
+            elif self.prev_offset is not None and self.prev_offset >= first:
+                self.fail(
+                    f"entry {self.i - 1} offset {self.prev_offset} is not below the batch at "
+                    f"the next entry ({first})",
+                    True,
+                )
+            else:
+                self.prev_offset = offset
+                self.i += 1
+        return self.next_position()
+
+    def finish(self) -> None:
+        if self.problem is None and self.i < self.n:
+            rel, pos = _OFFSET_ENTRY.unpack_from(self.raw, self.i * 8)
+            self.fail(
+                f"{self.n - self.i} entries from entry {self.i} (offset {self.base + rel}, byte "
+                f"{pos}) point past the last valid batch",
+                True,
+            )
+        if self.problem is not None and not (self.against_log and self.seg.unordered):
+            self.seg.index_findings.append(
+                Finding("offset_index_corrupt", self.file, None, len(self.raw), None, self.problem)
+            )
+
+
+class _TimeIndexCheck:
+    """Checks `.timeindex` entries: increasing timestamps, offsets that are batch last offsets."""
+
+    def __init__(self, raw: bytes, base: int, seg: SegmentScan, file: str) -> None:
+        self.raw = raw
+        self.n = len(raw) // 12
+        self.k = 0
+        self.base = base
+        self.seg = seg
+        self.file = file
+        self.problem: str | None = None
+        self.against_log = False
+
+    @classmethod
+    def load(
+        cls, disk: Disk, path: str | None, base: int, seg: SegmentScan, name: str
+    ) -> _TimeIndexCheck | None:
+        file = name[: -len(".log")] + ".timeindex" if name.endswith(".log") else name + ".timeindex"
+        if path is None:
+            return None
+        size = disk.size(path)
+        if size > MAX_INDEX_LOAD:
+            seg.index_findings.append(
+                Finding("time_index_corrupt", file, 0, size, None, f"{size} bytes is too large")
+            )
+            return None
+        check = cls(disk.read_file(path), base, seg, file)
+        if size % 12:
+            check.fail(
+                f"Time index file {path} is corrupt, found {size} bytes which is neither positive "
+                "nor a multiple of 12"
+            )
+        zeros = _zero_tail(check.raw[: check.n * 12], 12)
+        if zeros and zeros < check.n:
+            check.fail(f"{zeros} zero-filled slots after the last entry (active at a crash)")
+        prev_ts: int | None = None
+        prev_off = base
+        for k in range(check.n - (zeros if zeros < check.n else 0)):
+            ts, rel = _TIME_ENTRY.unpack_from(check.raw, k * 12)
+            if rel < 0:
+                check.fail(f"entry {k} has offset {base + rel}, below the base offset {base}")
+                break
+            if prev_ts is not None and ts <= prev_ts:
+                check.fail(f"entry {k} timestamp {ts} does not increase past {prev_ts}")
+                break
+            if base + rel < prev_off:
+                check.fail(f"entry {k} offset {base + rel} goes back from {prev_off}")
+                break
+            prev_ts, prev_off = ts, base + rel
+        if zeros and zeros < check.n:
+            check.n -= zeros
+        return check
+
+    def fail(self, detail: str, against_log: bool = False) -> None:
+        """Records the first problem; `against_log` marks one found by holding the entries
+        against the batches, which means nothing when the batches' own offsets go back."""
+        if self.problem is None:
+            self.problem = detail
+            self.against_log = against_log
+
+    def next_offset(self) -> int:
+        """The offset the next unchecked entry names (the scan calls `batch` only from there)."""
+        if self.problem is not None or self.k >= self.n:
+            return 2**63
+        return self.base + _TIME_ENTRY.unpack_from(self.raw, self.k * 12)[1]
+
+    def batch(self, last: int) -> int:
+        """Checks the entries up to this batch's last offset; returns `next_offset()`."""
+        while self.problem is None and self.k < self.n:
+            _, rel = _TIME_ENTRY.unpack_from(self.raw, self.k * 12)
+            offset = self.base + rel
+            if offset > last:
+                break
+            if offset < last:
+                self.fail(
+                    f"entry {self.k} points at offset {offset}, which is not a batch's last offset",
+                    True,
+                )
+                break
+            self.k += 1
+        return self.next_offset()
+
+    def finish(self, log_last_offset: int | None) -> None:
+        if self.problem is None and self.k < self.n:
+            _, rel = _TIME_ENTRY.unpack_from(self.raw, self.k * 12)
+            self.fail(
+                f"entry {self.k} points at offset {self.base + rel}, past the log's last offset "
+                f"{log_last_offset}",
+                True,
+            )
+        if self.problem is None and self.n == 0 and self.seg.max_timestamp >= 0:
+            self.fail(
+                f"empty, but the segment holds timestamps up to {self.seg.max_timestamp} "
+                "(lookups by time miss it)"
+            )
+        if self.problem is not None and not (self.against_log and self.seg.unordered):
+            self.seg.index_findings.append(
+                Finding("time_index_corrupt", self.file, None, len(self.raw), None, self.problem)
+            )
+
+
+def _check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None:
+    file = name[: -len(".log")] + ".txnindex" if name.endswith(".log") else name + ".txnindex"
+    size = disk.size(path)
+    if size > MAX_INDEX_LOAD:
+        seg.index_findings.append(
+            Finding("txn_index_corrupt", file, 0, size, None, f"{size} bytes is too large")
+        )
+        return
+    raw = disk.read_file(path)
+    problem = None
+    prev_last: int | None = None
+    end = seg.next_offset
+    for k in range(len(raw) // TXN_ENTRY_SIZE):
+        version, pid, first, last, lso = _TXN_ENTRY.unpack_from(raw, k * TXN_ENTRY_SIZE)
+        seg.txn_entries.append((pid, first, last, lso))
+        if problem is not None:
+            continue
+        if (version >> 8) > 0 and (version >> 8) < 0x80:
+            problem = f"entry {k} has version {version >> 8}; Kafka reads only version 0"
+            seg.txn_corrupt_for_kafka = True
+        elif last < seg.base_offset:
+            problem = (
+                f"Last offset of aborted transaction (producer {pid}, last offset {last}) is less "
+                f"than start offset {seg.base_offset}"
+            )
+            seg.txn_corrupt_for_kafka = True
+        elif last >= end:
+            problem = f"entry {k} (abort marker at {last}) is past the log end {end}"
+        elif first > last:
+            problem = f"entry {k} first offset {first} is past its last offset {last}"
+        elif prev_last is not None and last <= prev_last:
+            problem = f"entry {k} last offset {last} does not increase"
+        prev_last = last
+    if len(raw) % TXN_ENTRY_SIZE and problem is None:
+        problem = f"{len(raw) % TXN_ENTRY_SIZE} trailing bytes are not a whole entry"
+    if problem is not None:
+        seg.index_findings.append(Finding("txn_index_corrupt", file, None, size, None, problem))
+
+
+def _zero_tail(raw: bytes, entry: int) -> int:
+    """Count of all-zero entries at the end (preallocated slots a crash left)."""
+    n = len(raw) // entry
+    k = 0
+    zero = bytes(entry)
+    while k < n and raw[(n - k - 1) * entry : (n - k) * entry] == zero:
+        k += 1
+    return k

@@ -1,0 +1,250 @@
+"""verify, repair, undo, rebuild-index and demo through the real CLI, in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from logrepair.recovery.invariants import tree_digest
+from logrepair.storage import layout
+from logrepair.storage.osdisk import OsDisk
+
+from .recovery.builders import (
+    batches,
+    flip_byte,
+    log_with_records,
+    segment_files,
+    write_offsets,
+    write_segment,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+DISK = OsDisk()
+
+
+def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    env.pop("LOGREPAIR_DEBUG", None)
+    return subprocess.run(
+        [sys.executable, "-m", "logrepair", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd or REPO,
+        timeout=300,
+    )
+
+
+def one_line_error(proc: subprocess.CompletedProcess) -> None:
+    assert proc.returncode == 2, proc
+    assert proc.stdout == ""
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.fixture
+def damaged(tmp_path) -> Path:
+    d = tmp_path / "kafka-logs"
+    pdir = d / "orders-0"
+    write_segment(pdir, 0, batches(0, 10))
+    write_segment(pdir, 10, batches(10, 10))
+    flip_byte(segment_files(pdir)[0], 700)
+    with open(segment_files(pdir)[1], "ab") as f:
+        f.write(bytes(64))
+    write_offsets(d, layout.RECOVERY_POINT_CHECKPOINT, {("orders", 0): 10})
+    return d
+
+
+def test_verify_clean_dir_exits_0_with_the_json_contract(tmp_path):
+    d = tmp_path / "kafka-logs"
+    log_with_records(d / "t-0", 30)
+    write_offsets(d, layout.RECOVERY_POINT_CHECKPOINT, {("t", 0): 30})
+    proc = cli("verify", str(d), "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["clean"] is True and out["defects"] == []
+    (p,) = out["partitions"]
+    assert set(p) >= {
+        "path", "topic", "partition", "log_start_offset", "log_end_offset", "segments", "bytes",
+        "defects",
+    }  # fmt: skip
+    assert (p["topic"], p["partition"], p["log_end_offset"]) == ("t", 0, 30)
+
+
+def test_verify_damaged_dir_exits_1_and_names_every_defect(damaged):
+    proc = cli("verify", str(damaged), "--json")
+    assert proc.returncode == 1
+    out = json.loads(proc.stdout)
+    defects = out["partitions"][0]["defects"]
+    assert {d["kind"] for d in defects} == {"crc_mismatch", "garbage_tail"}
+    for d in defects:
+        assert set(d) == {"kind", "file", "position", "length", "offset", "detail"}
+    human = cli("verify", str(damaged))
+    assert human.returncode == 1
+    assert "crc_mismatch" in human.stdout and "fixed by: point-in-time, salvage" in human.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["verify", "/no/such/dir"],
+        ["verify", __file__],
+        ["repair", "/no/such/dir", "--mode", "kafka"],
+        ["repair", ".", "--mode", "nonsense"],
+        ["undo", "/no/such/quarantine"],
+        ["rebuild-index", "/no/such/dir"],
+        ["verify", ".", "--topic-config", "no-colon"],
+        ["verify", ".", "--index-interval-bytes", "-3"],
+        ["verify", ".", "--config", "/no/such/server.properties"],
+    ],
+)
+def test_bad_input_is_one_line_and_exit_2(args):
+    one_line_error(cli(*args))
+
+
+def test_an_empty_directory_is_not_a_log_dir(tmp_path):
+    one_line_error(cli("verify", str(tmp_path)))
+
+
+def test_dry_run_changes_nothing(damaged):
+    before = tree_digest(DISK, str(damaged.parent))
+    proc = cli("repair", str(damaged), "--mode", "salvage", "--dry-run", "--json")
+    assert proc.returncode == 1
+    out = json.loads(proc.stdout)
+    assert out["applied"] is False and out["quarantine"] is None and out["actions"]
+    assert tree_digest(DISK, str(damaged.parent)) == before
+
+
+def test_repair_json_contract_then_undo_restores_every_byte(damaged):
+    before = tree_digest(DISK, str(damaged))
+    proc = cli("repair", str(damaged), "--mode", "salvage", "--json")
+    assert proc.returncode == 1, proc.stderr  # log bytes were removed
+    out = json.loads(proc.stdout)
+    assert set(out) >= {
+        "mode",
+        "applied",
+        "actions",
+        "removed_bytes",
+        "removed_offsets",
+        "quarantine",
+    }
+    assert out["mode"] == "salvage" and out["applied"] is True
+    assert all("action" in a for a in out["actions"])
+    assert out["removed_offsets"] == [[3, 3]]
+    quarantine = Path(out["quarantine"])
+    assert quarantine.parent == damaged.parent / "kafka-logs.logrepair-quarantine"
+    assert cli("verify", str(damaged)).returncode == 0
+    again = json.loads(cli("repair", str(damaged), "--mode", "salvage", "--json").stdout)
+    assert again["actions"] == [] and again["applied"] is False
+    undone = cli("undo", str(quarantine))
+    assert undone.returncode == 0, undone.stderr
+    assert tree_digest(DISK, str(damaged)) == before
+    assert cli("undo", str(quarantine)).stdout.strip().endswith("already undone")
+
+
+def test_repair_refuses_a_log_dir_whose_lock_a_live_process_holds(damaged):
+    lock = damaged / ".lock"
+    lock.write_bytes(b"")
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl,sys,time; f=open(sys.argv[1],'r+'); fcntl.lockf(f, fcntl.LOCK_EX); "
+            "print('locked', flush=True); time.sleep(60)",
+            str(lock),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        before = tree_digest(DISK, str(damaged.parent))
+        proc = cli("repair", str(damaged), "--mode", "kafka")
+        one_line_error(proc)
+        assert "lock" in proc.stderr
+        assert tree_digest(DISK, str(damaged.parent)) == before
+    finally:
+        holder.kill()
+        holder.wait()
+    assert cli("repair", str(damaged), "--mode", "kafka").returncode == 1
+
+
+def test_quarantine_inside_the_log_dir_is_refused(damaged):
+    before = tree_digest(DISK, str(damaged))
+    one_line_error(
+        cli("repair", str(damaged), "--mode", "kafka", "--quarantine", str(damaged / "q"))
+    )
+    assert tree_digest(DISK, str(damaged)) == before
+
+
+def test_a_symlink_in_the_log_dir_is_reported_and_never_followed(damaged, tmp_path):
+    outside = tmp_path / "elsewhere"
+    write_segment(outside, 0, [b"\x00" * 100], indexes=False)
+    os.symlink(outside / "00000000000000000000.log", damaged / "orders-0" / "link.log")
+    before = (outside / "00000000000000000000.log").read_bytes()
+    out = json.loads(cli("verify", str(damaged), "--json").stdout)
+    kinds = {d["kind"] for d in out["partitions"][0]["defects"]}
+    assert "symlink" in kinds
+    assert cli("repair", str(damaged), "--mode", "salvage").returncode == 1
+    assert (outside / "00000000000000000000.log").read_bytes() == before
+    assert (damaged / "orders-0" / "link.log").is_symlink()
+
+
+def test_settings_from_server_properties_and_topic_overrides(tmp_path):
+    d = tmp_path / "kafka-logs"
+    pdir = d / "orders-0"
+    write_segment(pdir, 0, batches(0, 40), indexes=False)
+    props = tmp_path / "server.properties"
+    props.write_text(
+        textwrap.dedent(
+            """\
+            # broker settings
+            log.index.interval.bytes = 1000
+            message.max.bytes=2000000
+            """
+        )
+    )
+    assert cli("repair", str(d), "--mode", "kafka", "--config", str(props)).returncode == 0
+    entries_1000 = (pdir / layout.index_file_name(0)).stat().st_size // 8
+    (pdir / layout.index_file_name(0)).unlink()
+    proc = cli("repair", str(d), "--mode", "kafka", "--config", str(props),
+               "--topic-config", "orders:index.interval.bytes=300")  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    entries_300 = (pdir / layout.index_file_name(0)).stat().st_size // 8
+    assert entries_1000 == 6 and entries_300 == 19
+
+
+def test_rebuild_index_writes_what_kafka_recovery_writes(tmp_path):
+    d = tmp_path / "kafka-logs"
+    pdir = d / "t-0"
+    log_with_records(pdir, 80, segment_bytes=4000, index_interval_bytes=300)
+    for idx in segment_files(pdir, layout.INDEX_SUFFIX):
+        idx.write_bytes(b"  ")  # testCorruptIndexRebuild's corruption
+    proc = cli("rebuild-index", str(d), "--index-interval-bytes", "300", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["applied"] and {a["action"] for a in out["actions"]} == {"rebuild_indexes"}
+    assert cli("verify", str(d), "--index-interval-bytes", "300").returncode == 0
+    again = json.loads(
+        cli("rebuild-index", str(d), "--index-interval-bytes", "300", "--json").stdout
+    )
+    assert again["actions"] == []
+
+
+def test_demo_runs_the_main_job_and_ends_clean(tmp_path):
+    proc = cli("demo", "--dir", str(tmp_path / "demo"))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for step in (
+        "1. a sample broker log dir",
+        "logrepair verify",
+        "--dry-run",
+        "clean: no defects",
+    ):
+        assert step in proc.stdout
+    assert (tmp_path / "demo" / "kafka-logs").is_dir()
