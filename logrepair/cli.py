@@ -2,8 +2,8 @@
 
 Each subcommand lives in `logrepair/commands/<name>.py` with `add_parser(subparsers)` and
 `run(args) -> int`; they are found by listing that package, so adding a command touches one file.
-Exit status: 0 ok/clean, 1 defects found or repair applied with loss, 2 bad usage or unusable
-input (one line on stderr, never a traceback; LOGREPAIR_DEBUG=1 shows it).
+Exit status: 0 ok/clean, 1 defects found or repair applied with loss, 2 bad usage, unusable
+input or an internal error (one line on stderr, never a traceback; LOGREPAIR_DEBUG=1 shows it).
 """
 
 from __future__ import annotations
@@ -54,6 +54,10 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(f"logrepair: {exc}")
     except KeyboardInterrupt:
         return _fail("logrepair: interrupted")
+    except Exception as exc:  # a bug, not bad input: still one line, and the way to see more
+        return _fail(
+            f"logrepair: internal error: {type(exc).__name__}: {exc} (LOGREPAIR_DEBUG=1 shows where)"
+        )
 
 
 def _fail(message: str) -> int:

@@ -1,0 +1,249 @@
+"""Finding the log dirs under the audit's PATHs and reading what they say about themselves.
+
+Runs on the driver: it lists directories and reads the small root files (checkpoints,
+meta.properties, the clean-shutdown marker, each partition's leader-epoch-checkpoint), and leaves
+every `.log` to the scan, as `SegmentTask`s. A PATH is a broker's log dir, a single partition dir
+(audited with its log dir's checkpoints), or a folder holding one sub-folder per broker, each a log
+dir or a folder of a broker's log dirs.
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..storage import layout
+from ..storage.checkpoints import CheckpointError, read_offsets
+from ..storage.disk import Disk, join
+from ..storage.layout import DirKind, FileKind, LayoutError, TopicPartition
+from ..storage.leader_epoch import read_leader_epochs
+from ..storage.meta_properties import read_meta_properties
+from .model import Finding, LogDirPlan, MetaProperties, PartitionPlan, SegmentTask
+
+CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
+_ROOT_MARKERS = (
+    layout.META_PROPERTIES_FILE,
+    layout.CLEAN_SHUTDOWN_FILE,
+    layout.LOCK_FILE,
+    *layout.OFFSET_CHECKPOINTS,
+)
+_LEFTOVER_KINDS = {
+    layout.SWAP_SUFFIX: "swap_leftover",
+    layout.CLEANED_SUFFIX: "cleaned_leftover",
+    layout.DELETED_SUFFIX: "deleted_leftover",
+}
+_MAX_LISTED = 10
+
+
+class DiscoveryError(ValueError):
+    """A PATH that is neither a log dir, a partition dir, nor a folder of log dirs."""
+
+
+def discover(disk: Disk, paths: list[str]) -> list[LogDirPlan]:
+    """The log dirs under `paths`, each once, with broker labels (see the module docstring)."""
+    found: dict[str, tuple[str, set[str] | None]] = {}  # log dir → (broker, partition dirs)
+    direct: list[str] = []
+    for raw in paths:
+        path = os.path.abspath(raw)
+        if not disk.is_dir(path):
+            raise DiscoveryError(f"{raw}: not a directory")
+        if _is_partition_dir(disk, path):
+            parent = os.path.dirname(path)
+            _, only = found.setdefault(parent, ("", set()))
+            if only is not None:
+                only.add(os.path.basename(path))
+            direct.append(parent)
+        elif _is_log_dir(disk, path):
+            found[path] = ("", None)
+            direct.append(path)
+        else:
+            brokers = _brokers_under(disk, path)
+            if not brokers:
+                raise DiscoveryError(
+                    f"{raw}: neither a log dir, a partition dir, nor a folder of log dirs"
+                )
+            for log_dir, broker in brokers:
+                found[log_dir] = (broker, None)
+    plans = [
+        plan_log_dir(disk, log_dir, broker, only=only)
+        for log_dir, (broker, only) in sorted(found.items())
+    ]
+    _label_direct(plans, set(direct))
+    return plans
+
+
+def _brokers_under(disk: Disk, folder: str) -> list[tuple[str, str]]:
+    out = []
+    for name in disk.list_dir(folder):
+        child = join(folder, name)
+        if disk.is_symlink(child) or not disk.is_dir(child):
+            continue
+        if _is_log_dir(disk, child):
+            out.append((child, name))
+            continue
+        for sub in disk.list_dir(child):
+            grandchild = join(child, sub)
+            if (
+                not disk.is_symlink(grandchild)
+                and disk.is_dir(grandchild)
+                and _is_log_dir(disk, grandchild)
+            ):
+                out.append((grandchild, name))
+    return out
+
+
+def _label_direct(plans: list[LogDirPlan], direct: set[str]) -> None:
+    """A log dir named on the command line is its broker's by node id, else by its own name."""
+    for p in plans:
+        if p.path in direct:
+            if p.meta is not None and p.meta.node_id is not None:
+                p.broker = f"node-{p.meta.node_id}"
+            else:
+                p.broker = p.path
+
+
+def _is_log_dir(disk: Disk, path: str) -> bool:
+    names = disk.list_dir(path)
+    if any(n in _ROOT_MARKERS for n in names):
+        return True
+    return any(_is_partition_dir(disk, join(path, n)) for n in names)
+
+
+def _is_partition_dir(disk: Disk, path: str) -> bool:
+    name = os.path.basename(path)
+    try:
+        layout.parse_partition_dir_name(name)
+    except LayoutError:
+        return False
+    if disk.is_symlink(path) or not disk.is_dir(path):
+        return False
+    return any(
+        layout.classify_partition_file(n).kind in (FileKind.LOG, FileKind.LEADER_EPOCH_CHECKPOINT)
+        for n in disk.list_dir(path)
+    )
+
+
+def plan_log_dir(disk: Disk, path: str, broker: str, *, only: set[str] | None = None) -> LogDirPlan:
+    """`only`: the partition dirs to plan (the checkpoints are still read for all)."""
+    plan = LogDirPlan(
+        path=path,
+        broker=broker,
+        clean_shutdown=disk.exists(join(path, layout.CLEAN_SHUTDOWN_FILE)),
+    )
+    plan.meta = _read_meta(disk, join(path, layout.META_PROPERTIES_FILE), plan.findings)
+    checkpoints = {
+        name: _read_checkpoint(disk, join(path, name), plan.findings)
+        for name in layout.OFFSET_CHECKPOINTS
+    }
+    present: set[TopicPartition] = set()
+    for name in disk.list_dir(path):
+        child = join(path, name)
+        if not disk.is_dir(child) or name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
+            continue
+        if disk.is_symlink(child):
+            plan.findings.append(Finding("symlink", f"{name} is a symbolic link (not followed)"))
+            continue
+        try:
+            parsed = layout.parse_partition_dir_name(name, child)
+        except LayoutError as e:
+            plan.findings.append(Finding("stray_directory", str(e).split("\n", 1)[0]))
+            continue
+        if parsed.is_cluster_metadata:
+            continue
+        present.add(parsed.topic_partition)
+        if only is not None and name not in only:
+            continue
+        plan.partitions.append(_plan_partition(disk, plan, child, parsed, checkpoints))
+    if only is None:
+        _orphan_entries(plan, checkpoints, present)
+    return plan
+
+
+def _plan_partition(
+    disk: Disk,
+    log_dir: LogDirPlan,
+    path: str,
+    parsed: layout.PartitionDirName,
+    checkpoints: dict[str, dict[TopicPartition, int]],
+) -> PartitionPlan:
+    tp = parsed.topic_partition
+    p = PartitionPlan(
+        log_dir=log_dir.path,
+        path=path,
+        topic=tp.topic,
+        partition=tp.partition,
+        state=str(parsed.kind),
+        recovery_point=checkpoints[layout.RECOVERY_POINT_CHECKPOINT].get(tp),
+        log_start_checkpoint=checkpoints[layout.LOG_START_OFFSET_CHECKPOINT].get(tp),
+        high_watermark=checkpoints[layout.REPLICATION_CHECKPOINT].get(tp),
+        cleaner_offset=checkpoints[layout.CLEANER_CHECKPOINT].get(tp),
+    )
+    logs: list[tuple[int, str]] = []
+    for name in disk.list_dir(path):
+        f = layout.classify_partition_file(name)
+        if f.leftover in _LEFTOVER_KINDS and parsed.kind is not DirKind.DELETE:
+            p.findings.append(Finding(_LEFTOVER_KINDS[f.leftover], f"{name} left in {path}"))
+        elif f.kind is FileKind.LOG and f.offset is not None and f.leftover is None:
+            logs.append((f.offset, name))
+        elif f.kind is FileKind.LEADER_EPOCH_CHECKPOINT and not f.tmp:
+            try:
+                p.leader_epochs = [tuple(e) for e in read_leader_epochs(disk, join(path, name))]
+            except CheckpointError as e:
+                p.leader_epochs_malformed = True
+                p.findings.append(Finding("checkpoint_malformed", str(e)))
+    for index, (base, name) in enumerate(sorted(logs)):
+        file = join(path, name)
+        p.segments.append(
+            SegmentTask(
+                log_dir=log_dir.path,
+                partition_dir=path,
+                topic=tp.topic,
+                partition=tp.partition,
+                file=file,
+                base_offset=base,
+                size=disk.size(file),
+                index=index,
+                consumer_offsets=tp.topic == CONSUMER_OFFSETS_TOPIC,
+            )
+        )
+    return p
+
+
+def _read_checkpoint(disk: Disk, path: str, findings: list[Finding]) -> dict[TopicPartition, int]:
+    """A missing file is an empty map, as for Kafka; a malformed one is a finding and, as for
+    Kafka's loader, an empty map."""
+    try:
+        return read_offsets(disk, path)
+    except FileNotFoundError:
+        return {}
+    except CheckpointError as e:
+        findings.append(Finding("checkpoint_malformed", str(e)))
+        return {}
+
+
+def _orphan_entries(
+    plan: LogDirPlan,
+    checkpoints: dict[str, dict[TopicPartition, int]],
+    present: set[TopicPartition],
+) -> None:
+    for name, entries in checkpoints.items():
+        orphans = sorted(tp for tp in entries if tp not in present)
+        if orphans:
+            listed = ", ".join(str(tp) for tp in orphans[:_MAX_LISTED])
+            more = f" and {len(orphans) - _MAX_LISTED} more" if len(orphans) > _MAX_LISTED else ""
+            plan.findings.append(
+                Finding(
+                    "checkpoint_orphan_entry",
+                    f"{name} has entries for {listed}{more}, which have no directory here",
+                )
+            )
+
+
+def _read_meta(disk: Disk, path: str, findings: list[Finding]) -> MetaProperties | None:
+    try:
+        meta = read_meta_properties(disk, path)
+    except FileNotFoundError:
+        return None
+    except CheckpointError as e:
+        findings.append(Finding("meta_properties_malformed", str(e)))
+        return None
+    return MetaProperties(meta.version, meta.cluster_id, meta.node_id, meta.directory_id)

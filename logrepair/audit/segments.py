@@ -1,0 +1,124 @@
+"""Scanning one `.log` for the audit: the function that runs on the driver or on a Spark executor.
+
+It runs storage's windowed scan (the format walker over a bounded window, through the Disk seam)
+with resync on, so batches after a damaged region still count, and keeps per batch only what the
+audit compares: offsets, CRC, position, partition leader epoch. In `__consumer_offsets` it also
+decodes the records and replays the offset commits as the group coordinator does.
+"""
+
+from __future__ import annotations
+
+from ..decoders.consumer_offsets import OffsetCommit, decode_offsets_record
+from ..decoders.schema import DecodeError
+from ..format.control import ControlType
+from ..format.errors import Defect, FormatError
+from ..storage.disk import Disk
+from ..storage.scan import LogScan
+from .model import CommitKey, SegmentSummary, SegmentTask
+
+INT_MAX = 2**31 - 1
+_TXN_ENDS = (ControlType.COMMIT, ControlType.ABORT)
+
+
+def summarize_segment(disk: Disk, task: SegmentTask) -> SegmentSummary:
+    """Scans `task.file`; never raises for bad bytes (they become defects) or for I/O errors
+    (they become `scan_error`, so one unreadable file does not fail a fleet audit)."""
+    summary = SegmentSummary(task)
+    top_epoch = -1
+    digests = summary.digests
+    try:
+        for item in LogScan(disk, task.file, resync=True):
+            if isinstance(item, Defect):
+                summary.defects.append(_defect_json(task.file, item))
+                continue
+            base, last = item.base_offset, item.last_offset
+            if base < task.base_offset or last - task.base_offset > INT_MAX:
+                summary.defects.append(_defect_json(task.file, _misplaced(task, item)))
+                continue
+            if summary.first_offset is None:
+                summary.first_offset = base
+            summary.next_offset = last + 1
+            summary.batches += 1
+            summary.valid_end = item.position + item.size
+            digests.add(base, last, item.crc, item.position)
+            epoch = item.partition_leader_epoch
+            if epoch is not None and epoch > top_epoch:
+                top_epoch = epoch
+                summary.epochs.append((epoch, base))
+            if task.consumer_offsets:
+                _collect_commits(item, summary)
+    except (OSError, RuntimeError) as e:
+        summary.scan_error = f"{task.file}: {getattr(e, 'strerror', None) or e}"
+    return summary
+
+
+def _misplaced(task: SegmentTask, batch) -> Defect:
+    """A batch the segment's name cannot hold (the strict reading of recovery's segment scan)."""
+    first, last = batch.base_offset, batch.last_offset
+    if first < task.base_offset:
+        kind = "segment_name_mismatch"
+        detail = f"batch at offsets {first}..{last} is below the segment base {task.base_offset}"
+    else:
+        kind = "offset_overflow"
+        detail = (
+            f"batch at offsets {first}..{last} overflows the relative offsets of segment "
+            f"{task.base_offset}"
+        )
+    return Defect(kind, batch.position, batch.size, detail, first)
+
+
+def _collect_commits(batch, summary: SegmentSummary) -> None:
+    """The group coordinator's replay: a transactional commit counts once its transaction's
+    COMMIT marker follows (an ABORT drops it); a tombstone deletes; the latest record wins."""
+    pid = batch.producer_id
+    try:
+        if batch.is_control:
+            if batch.is_transactional and batch.control_type() in _TXN_ENDS:
+                committed = batch.control_type() is ControlType.COMMIT
+                pending = summary.open_transactions.pop(pid, [])
+                summary.transaction_ends.setdefault(pid, committed)
+                if committed:
+                    for key, at, offset in pending:
+                        offer_commit(summary.commits, key, at, offset)
+            return
+        records = batch.records()
+    except FormatError as e:
+        summary.defects.append(
+            _defect_json(
+                summary.task.file,
+                Defect(e.kind, batch.position, batch.size, e.detail, batch.base_offset),
+            )
+        )
+        return
+    for record in records:
+        if record.key is None:
+            continue
+        try:
+            decoded = decode_offsets_record(record.key, record.value)
+        except DecodeError:
+            continue  # a record type this version does not know; not a commit
+        if isinstance(decoded, OffsetCommit):
+            key = (decoded.group, decoded.topic, decoded.partition)
+            offset = None if decoded.value is None else decoded.value.offset
+            if batch.is_transactional:
+                summary.open_transactions.setdefault(pid, []).append((key, record.offset, offset))
+            else:
+                offer_commit(summary.commits, key, record.offset, offset)
+
+
+def offer_commit(commits: dict, key: CommitKey, at: int, offset: int | None) -> None:
+    """Keeps the commit written at the highest log offset."""
+    held = commits.get(key)
+    if held is None or at > held[0]:
+        commits[key] = (at, offset)
+
+
+def _defect_json(file: str, d: Defect) -> dict:
+    return {
+        "kind": d.kind,
+        "file": file,
+        "position": d.position,
+        "length": d.length,
+        "offset": d.offset,
+        "detail": d.detail,
+    }
