@@ -1,0 +1,44 @@
+"""The README is part of the contract: its tables and examples must match the code."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from logrepair.audit.kinds import kinds_markdown as audit_kinds_markdown
+from logrepair.recovery.defects import kinds_markdown
+from simulator.inject import INJECT_FAULTS
+
+ROOT = Path(__file__).resolve().parent.parent
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_defect_tables_are_the_documented_lists():
+    assert kinds_markdown().strip() in README
+    assert audit_kinds_markdown().strip() in README
+
+
+def test_the_two_set_up_commands_exist():
+    assert "./dev.sh demo" in README and "./dev.sh test" in README
+    dev = (ROOT / "dev.sh").read_text(encoding="utf-8")
+    assert re.search(r"^\s+demo\)", dev, re.M) and re.search(r"^\s+test\)", dev, re.M)
+    assert "./dev.sh test" in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_every_inject_fault_is_documented():
+    section = README.split("**`logsim inject`**", 1)[1].split("**In your own tests:**", 1)[0]
+    documented = set(re.findall(r"`([a-z_]+)`", section)) - {"in_place"}
+    assert set(INJECT_FAULTS) <= documented
+
+
+def test_python_examples_run(tmp_path, capsys):
+    blocks = re.findall(r"```python\n(.*?)```", README, re.S)
+    assert blocks
+    for code in blocks:
+        exec(
+            compile(
+                code.replace("/tmp/kafka-logs", str(tmp_path / "kafka-logs")), "README", "exec"
+            ),
+            {},
+        )
+    assert capsys.readouterr().out
