@@ -22,7 +22,8 @@ class InputError(Exception):
 
 
 class _Parser(argparse.ArgumentParser):
-    def error(self, message: str) -> None:  # argparse's default prints usage + exits 2; keep one line
+    def error(self, message: str) -> None:
+        """argparse would print the whole usage; bad usage is one line like any other bad input."""
         raise InputError(f"{self.prog}: {message}")
 
 
