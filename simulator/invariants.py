@@ -198,24 +198,39 @@ def all_valid_batches(image: DiskImage, part: str) -> list[BatchRef]:
     that fit (at or above its segment's base, above the batch kept before it). The base offset is
     outside the CRC, so a batch whose first sector was lost can look valid with offset 0."""
     kept: list[BatchRef] = []
-    for seg in segments(image, part):
+    segs = segments(image, part)
+    for i, seg in enumerate(segs):
         data = image.files[seg.path]
+        next_base = segs[i + 1].base if i + 1 < len(segs) else None
         for b in walk(data, seg.path, resync=True, check_offsets=True)[0]:
             if b.base >= seg.base and (not kept or b.base > kept[-1].last):
+                if next_base is not None and b.last >= next_base:
+                    break  # a stale tail (see `_stale_from`)
                 kept.append(b)
     return kept
+
+
+def _stale_from(batches: list[BatchRef], next_base: int | None) -> int:
+    """How many of a segment's batches come before its stale tail: a segment named N was created
+    when the log ended at N, so batches at or past N in the one before it are a truncation that
+    was never made durable (the strict modes cut them and keep the newer segment)."""
+    if next_base is None:
+        return len(batches)
+    return next((i for i, b in enumerate(batches) if b.last >= next_base), len(batches))
 
 
 def point_in_time_oracle(image: DiskImage, part: str) -> list[BatchRef]:
     """The prefix before the first defect anywhere: damage inside a segment, or a segment whose
     offsets overlap the previous one's (the overlapping segment and all after it go)."""
     kept: list[BatchRef] = []
-    for seg in segments(image, part):
+    segs = segments(image, part)
+    for i, seg in enumerate(segs):
         last = kept[-1].last if kept else -1
         if kept and (seg.base <= last or (seg.batches and seg.batches[0].base <= last)):
             break
-        kept.extend(seg.batches)
-        if seg.defect is not None:
+        stale = _stale_from(seg.batches, segs[i + 1].base if i + 1 < len(segs) else None)
+        kept.extend(seg.batches[:stale])
+        if seg.defect is not None and stale == len(seg.batches):
             break
     return kept
 

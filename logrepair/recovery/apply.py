@@ -24,6 +24,7 @@ import time
 from collections.abc import Callable
 
 from ..storage.disk import Disk, join, parent_of
+from ..storage.layout import TMP_SUFFIX
 from .plan import Action, Plan
 
 MANIFEST = "manifest.json"
@@ -227,14 +228,17 @@ def _save(journal: Journal, i: int, action: Action) -> dict:
 
 
 def replaced_files(action: Action) -> list[str]:
-    """Files an action overwrites or creates whole (their previous state is saved)."""
-    if action.action == "rebuild_indexes":
+    """Files an action overwrites or creates whole (their previous state is saved).
+
+    Each file written through `Disk.write_file_atomic` brings its `<name>.tmp`: the write reuses
+    and renames away a `.tmp` an interrupted checkpoint write left, so that one is saved too."""
+    if action.action in ("rebuild_indexes", "create_segment"):
         stem = action.file[: -len(".log")]
-        return [stem + ".index", stem + ".timeindex"]
-    if action.action == "create_segment":
-        stem = action.file[: -len(".log")]
-        return [action.file, stem + ".index", stem + ".timeindex"]
-    return [action.file]
+        written = [stem + ".index", stem + ".timeindex"]
+        created = [action.file] if action.action == "create_segment" else []
+    else:
+        written, created = [action.file], []
+    return created + written + [w + TMP_SUFFIX for w in written]
 
 
 def run(journal: Journal, rebuild: IndexRebuilder) -> None:
@@ -266,7 +270,9 @@ def run(journal: Journal, rebuild: IndexRebuilder) -> None:
             dest = journal.q(saved["moved_to"])
             disk.make_dirs(parent_of(dest))
             touched_dirs.add(parent_of(dest))
-            if disk.exists(path):
+            if disk.exists(path) and not (disk.exists(dest) and _made_later(journal, entry, path)):
+                # (Replayed after a crash with the file already moved, the name may belong to a
+                # later action's new file, e.g. the `.tmp` of a checkpoint write: that one stays.)
                 _move(disk, path, dest)
         elif kind == "rename":
             if disk.exists(path):
@@ -323,6 +329,22 @@ def _truncate_entry_for(journal: Journal, split: Action) -> dict:
             if entry["size"] <= split.position:
                 return entry
     raise JournalError(f"split of {split.file} has no truncate that saved its bytes")
+
+
+def _made_later(journal: Journal, entry: dict, path: str) -> bool:
+    """A later action of the journal creates or writes `path` whole."""
+    actions = journal.data["actions"]
+    later = actions[actions.index(entry) + 1 :]
+    return any(path == journal.t(f) for e in later for f in made_files(e))
+
+
+def made_files(entry: dict) -> list[str]:
+    """Files an action (by its journal entry) creates or writes whole."""
+    if entry["action"] in ("rename", "split"):
+        return [entry["to"]]
+    if entry["action"] in ("write_file", "rebuild_indexes", "create_segment"):
+        return replaced_files(Action.from_journal(entry))
+    return []
 
 
 def _move(disk: Disk, src: str, dst: str) -> None:

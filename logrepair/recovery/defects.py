@@ -79,7 +79,9 @@ _KINDS = (
     ),
     DefectKind(
         "offset_overlap",
-        "a segment whose offsets overlap the previous segment's",
+        "offsets in two segments overlap: batches at or past the next segment's base offset (a "
+        "truncation that was never made durable; the strict modes cut them), or a segment whose "
+        "batches go back into the previous one's",
         STRICT,
         True,
     ),

@@ -12,8 +12,6 @@ batch instead of a second CRC pass over the whole segment, which is most of a re
 from __future__ import annotations
 
 import struct
-import sys
-from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -22,7 +20,8 @@ from ..format.errors import Defect, FormatError
 from ..format.walker import CRC_VALID_KINDS
 from ..storage import layout
 from ..storage.disk import Disk
-from ..storage.scan import LogScan
+from ..storage.index_builder import IndexPoint, recovery_index_bytes
+from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,9 +31,11 @@ class _Header:
     max_timestamp: int
 
 
-def index_batches(disk: Disk, log_path: str) -> Iterator[_Header | RecordBatch]:
+def index_batches(
+    disk: Disk, log_path: str, max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE
+) -> Iterator[_Header | RecordBatch]:
     """The batches Kafka's recovery would index, in file order, up to the first invalid frame."""
-    for item in LogScan(disk, log_path, check_offsets=False):
+    for item in LogScan(disk, log_path, check_offsets=False, max_batch_size=max_batch_size):
         if isinstance(item, Defect):
             if item.kind not in CRC_VALID_KINDS:
                 return
@@ -98,80 +99,42 @@ def _header_at(disk: Disk, log_path: str, position: int) -> _Header:
             from ..format.legacy import LegacyBatch  # magic 0/1 only: most logs never need it
 
             batch = LegacyBatch.parse(raw, 0)
-        return _Header(size, batch.last_offset, batch.max_timestamp or -1)
+        ts = batch.max_timestamp
+        return _Header(size, batch.last_offset, -1 if ts is None else ts)
     except FormatError:
         return _Header(size, int.from_bytes(head[0:8], "big", signed=True), -1)
 
 
-class RecoveryIndexes:
-    """Kafka's recovery-time index rebuild (spec fmt §6.4(a)), fed batch by batch.
-
-    Written here rather than driving `storage.index_builder` because that goes through the index
-    classes one entry at a time, about 20x slower, and the scan feeds every batch of every
-    recovered segment through this; a test holds the bytes identical to `build_indexes`."""
-
-    __slots__ = ("base", "interval", "valid_bytes", "last_indexed", "max_ts", "max_ts_offset",
-                 "offsets", "times", "last_time")  # fmt: skip
-
-    def __init__(self, base_offset: int, index_interval_bytes: int) -> None:
-        self.base = base_offset
-        self.interval = index_interval_bytes
-        self.valid_bytes = 0
-        self.last_indexed = 0
-        self.max_ts = -1
-        self.max_ts_offset = base_offset
-        self.offsets = array("i")  # relative offset, position, ...
-        self.times = array("q")  # timestamp, relative offset, ...
-        self.last_time = -1  # an empty time index's last entry is (-1, base)
-
-    def add(self, size: int, last_offset: int, max_timestamp: int) -> None:
-        if max_timestamp > self.max_ts:
-            self.max_ts = max_timestamp
-            self.max_ts_offset = last_offset
-        if self.valid_bytes - self.last_indexed > self.interval:
-            self.offsets.append(last_offset - self.base)
-            self.offsets.append(self.valid_bytes)
-            if self.max_ts > self.last_time:
-                self.times.append(self.max_ts)
-                self.times.append(self.max_ts_offset - self.base)
-                self.last_time = self.max_ts
-            self.last_indexed = self.valid_bytes
-        self.valid_bytes += size
-
-    @property
-    def entries(self) -> int:
-        return len(self.offsets) // 2
-
-    def finish(self) -> tuple[bytes, bytes]:
-        """The trimmed `.index` and `.timeindex` bytes, with the final time-index entry."""
-        times = array("q", self.times)
-        if self.max_ts > self.last_time:
-            times.append(self.max_ts)
-            times.append(self.max_ts_offset - self.base)
-        offsets = array("i", self.offsets)
-        if sys.byteorder == "little":
-            offsets.byteswap()
-        packed = bytearray(len(times) // 2 * 12)
-        for n in range(len(times) // 2):
-            _TIME_ENTRY.pack_into(packed, n * 12, times[2 * n], times[2 * n + 1])
-        return offsets.tobytes(), bytes(packed)
+UNBOUNDED_INDEX = 2**62
+"""`max_index_size` for the rebuild: an index that outgrows `segment.index.bytes` is written whole
+(the plan says Kafka's recovery would fail on it) rather than cut short."""
 
 
-_TIME_ENTRY = struct.Struct(">qi")
+def _points(batches: Iterator[_Header | RecordBatch]) -> Iterator[IndexPoint]:
+    position = 0
+    for b in batches:
+        yield position, b.last_offset, b.max_timestamp
+        position += b.size
 
 
 def rebuild(
-    disk: Disk, log_path: str, index_interval_bytes: int, verify_crc: bool = True
+    disk: Disk,
+    log_path: str,
+    index_interval_bytes: int,
+    verify_crc: bool = True,
+    max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
 ) -> list[tuple[str, bytes]]:
     """[(offset index path, bytes), (time index path, bytes)] for the `.log` at `log_path`."""
     name = log_path.rpartition("/")[2]
     base = layout.offset_from_file_name(name)
-    batches = index_batches(disk, log_path) if verify_crc else header_batches(disk, log_path)
-    indexer = RecoveryIndexes(base, index_interval_bytes)
-    for b in batches:
-        ts = b.max_timestamp
-        indexer.add(b.size, b.last_offset, -1 if ts is None else ts)
-    offset_bytes, time_bytes = indexer.finish()
+    batches = (
+        index_batches(disk, log_path, max_batch_size)
+        if verify_crc
+        else header_batches(disk, log_path)
+    )
+    offset_bytes, time_bytes = recovery_index_bytes(
+        _points(batches), base, index_interval_bytes, UNBOUNDED_INDEX
+    )
     stem = log_path[: -len(layout.LOG_SUFFIX)]
     return [
         (stem + layout.INDEX_SUFFIX, offset_bytes),

@@ -35,12 +35,15 @@ class BatchId:
     digest: str
 
 
-def inventory(disk: Disk, path: str) -> dict[str, list[BatchId]]:
+def inventory(disk: Disk, path: str, *, stale: bool = True) -> dict[str, list[BatchId]]:
     """Every well-framed, CRC-valid batch of every partition under PATH, in log order.
 
-    Segments of an interrupted swap (`.log.swap`) count: completing the swap makes them the log."""
+    Segments of an interrupted swap (`.log.swap`) count: completing the swap makes them the log.
+    `stale=False` leaves out each segment's batches at or past the next segment's base offset (a
+    truncation never made durable, which the strict modes cut)."""
     out: dict[str, list[BatchId]] = {}
     is_log_dir = classify(disk, path)
+    stale_from = {} if stale else _stale_tails(disk, path)
     dirs = (
         [(n, join(path, n)) for n in disk.list_dir(path) if _partition_dir(disk, path, n)]
         if is_log_dir
@@ -55,9 +58,14 @@ def inventory(disk: Disk, path: str) -> dict[str, list[BatchId]]:
             and not disk.is_symlink(join(d, n))
         )
         for log in logs:
-            for item in LogScan(disk, join(d, log), resync=True, check_offsets=False):
+            cut = stale_from.get(join(d, log))
+            for item in LogScan(
+                disk, join(d, log), resync=True, check_offsets=False, max_batch_size=None
+            ):
                 if isinstance(item, Defect):
                     continue
+                if cut is not None and item.position >= cut:
+                    break
                 batches.append(
                     BatchId(
                         item.base_offset,
@@ -67,6 +75,16 @@ def inventory(disk: Disk, path: str) -> dict[str, list[BatchId]]:
                 )
         out[name] = batches
     return out
+
+
+def _stale_tails(disk: Disk, path: str) -> dict[str, int]:
+    """`.log` path → where its stale tail starts (see `SegmentScan.stale_from`)."""
+    return {
+        join(p.path, seg.name.rpartition("/")[2]): seg.stale_from
+        for p in scan_path(disk, path, Settings()).partitions
+        for seg in p.segments
+        if seg.stale_from is not None
+    }
 
 
 def _partition_dir(disk: Disk, root: str, name: str) -> bool:
@@ -207,7 +225,11 @@ def valid_batches(
                 continue
             runs = seg.runs
             for item in LogScan(
-                disk, join(p.path, seg.name.rpartition("/")[2]), resync=True, check_offsets=False
+                disk,
+                join(p.path, seg.name.rpartition("/")[2]),
+                resync=True,
+                check_offsets=False,
+                max_batch_size=p.settings.max_batch_size,
             ):
                 if isinstance(item, Defect):
                     continue

@@ -8,7 +8,7 @@ from .modes.checkpoints import plan_checkpoints
 from .modes.finish import finish_partition
 from .modes.leftovers import start_partition
 from .modes.resolution import left_json, unresolved
-from .plan import Plan
+from .plan import Action, Plan
 from .scan import LogDirScan
 
 MODES = ("kafka", "point-in-time", "salvage")
@@ -35,6 +35,13 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
             "replication-offset-checkpoint is malformed: Kafka takes the log dir offline; here it "
             "is rewritten empty, so each high watermark starts at the log start offset"
         )
+    # Before any checkpoint rewrite: writing `<name>` goes through `<name>.tmp`, which must be
+    # in quarantine by then.
+    for f in scan.findings:
+        if f.kind == "tmp_leftover":
+            plan.actions.append(
+                Action("delete", f.file, "leftover of an interrupted checkpoint write")
+            )
     if not scan.is_log_dir and mode == "kafka":
         plan.notes.append("a partition dir on its own: recovered whole (recovery point 0)")
     partition_plans = []

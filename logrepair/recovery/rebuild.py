@@ -15,14 +15,17 @@ from ..format.errors import Defect, FormatError
 from ..storage import layout
 from ..storage.disk import Disk, join
 from ..storage.producer_state import ProducerState, ProducerStateError
-from ..storage.scan import LogScan
+from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 from . import indexes
 from .plan import Action, Plan
 from .scan import LogDirScan
 
 
 def txn_entries_by_segment(
-    disk: Disk, partition_path: str, bases: list[int]
+    disk: Disk,
+    partition_path: str,
+    bases: list[int],
+    max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
 ) -> tuple[dict[int, bytes], list[str]]:
     """The `.txnindex` bytes of each segment (by base offset), and problems met on the way."""
     state = ProducerState()
@@ -31,7 +34,7 @@ def txn_entries_by_segment(
     for base in bases:
         entries = bytearray()
         log = join(partition_path, layout.log_file_name(base))
-        for item in LogScan(disk, log, check_offsets=False):
+        for item in LogScan(disk, log, check_offsets=False, max_batch_size=max_batch_size):
             if isinstance(item, Defect):
                 break
             if not isinstance(item, RecordBatch) or item.producer_id < 0:
@@ -78,7 +81,7 @@ def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
     plan = Plan("rebuild-index", scan.root)
     for p in scan.partitions:
         bases = [s.base_offset for s in p.segments]
-        txn, problems = txn_entries_by_segment(disk, p.path, bases)
+        txn, problems = txn_entries_by_segment(disk, p.path, bases, p.settings.max_batch_size)
         plan.notes.extend(problems)
         for seg in p.segments:
             if seg.misnamed or any(f.kind == "offset_overflow" for f in seg.findings):
@@ -88,7 +91,14 @@ def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
                 )
                 continue
             log = join(p.path, layout.log_file_name(seg.base_offset))
-            wanted = dict(indexes.rebuild(disk, log, p.settings.index_interval_bytes))
+            wanted = dict(
+                indexes.rebuild(
+                    disk,
+                    log,
+                    p.settings.index_interval_bytes,
+                    max_batch_size=p.settings.max_batch_size,
+                )
+            )
             stem = seg.name[: -len(layout.LOG_SUFFIX)]
             stale = False
             for path, content in wanted.items():

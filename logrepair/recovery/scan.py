@@ -437,7 +437,8 @@ def _scan_partition(
             )
 
     previous_last: int | None = None
-    for base in sorted(logs):
+    bases = sorted(logs)
+    for n, base in enumerate(bases):
         fname = logs[base]
         idx = tuple(
             join(path, indexes[(base, k)]) if (base, k) in indexes else None
@@ -452,6 +453,8 @@ def _scan_partition(
             index_interval_bytes=p.settings.index_interval_bytes,
             index_paths=idx,
             message_max_bytes=p.settings.message_max_bytes,
+            max_batch_size=p.settings.max_batch_size,
+            next_base=bases[n + 1] if n + 1 < len(bases) else None,
         )
         if progress is not None:
             progress(seg.size)
@@ -477,6 +480,7 @@ def _scan_partition(
                 previous_last_offset=None,
                 index_interval_bytes=p.settings.index_interval_bytes,
                 index_paths=(None, None, None),
+                max_batch_size=p.settings.max_batch_size,
             )
         )
     for (base, _kind), fname in sorted(indexes.items()):

@@ -16,15 +16,18 @@ they stream by, so memory stays bounded by the index files, never by the `.log`.
 from __future__ import annotations
 
 import struct
+from array import array
 from dataclasses import dataclass, field
 
 from ..format.batch import RecordBatch
 from ..format.errors import Defect
 from ..format.walker import CRC_VALID_KINDS
+from ..storage.abstract_index import IndexOffsetOverflowError, InvalidOffsetError
 from ..storage.disk import Disk
-from ..storage.scan import LogScan
+from ..storage.index_builder import recovery_index_bytes
+from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 from .findings import Finding
-from .indexes import RecoveryIndexes
+from .indexes import UNBOUNDED_INDEX
 
 INT_MAX = 2**31 - 1
 # Index files larger than this (or than segment.index.bytes, when that is larger) are reported,
@@ -87,10 +90,14 @@ class SegmentScan:
     """An offset outside the relative range that Kafka cannot split away (`hasOverflow()` is
     false, or the pieces would not be in offset order): Kafka's startup fails on it."""
     epoch_regression: bool = False
+    stale_from: int | None = None
+    """Where the batches at or past the next segment's base offset start (a truncation that was
+    never made durable): the strict modes cut here and keep the later segments."""
     too_large: bool = False
     kafka_indexes: tuple[bytes, bytes] | None = None
     """The `.index` and `.timeindex` Kafka's recovery writes for its valid prefix, when the
-    segment's own indexes will be replaced (computed in the same pass, see indexes.py)."""
+    segment's own indexes will be replaced (from the batches of the same pass, through
+    `storage.index_builder.recovery_index_bytes`)."""
     kafka_index_entries: int = 0
     """The first batch lies below the base offset in the name (`segment_name_mismatch`)."""
 
@@ -131,11 +138,15 @@ def scan_segment(
     index_interval_bytes: int,
     index_paths: tuple[str | None, str | None, str | None],
     message_max_bytes: int | None = None,
+    max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
+    next_base: int | None = None,
 ) -> SegmentScan:
     """Scans `path` (a `.log`, or a `.log.swap`), named `name` in findings.
 
     `previous_last_offset` is the last valid offset of the segments before this one: batches at or
-    below it are overlaps. `index_paths` are the offset, time and transaction index (None when the
+    below it are overlaps. `next_base` is the next segment's base offset: a segment named N was
+    created when the log ended at N, so batches here at or past N are the tail of a truncation that
+    was never made durable (`offset_overlap`, from `stale_from` on). `index_paths` are the offset, time and transaction index (None when the
     file does not exist)."""
     size = disk.size(path)
     seg = SegmentScan(base_offset, name, size)
@@ -153,36 +164,35 @@ def scan_segment(
     strict_max_epoch = -1
     piece_base = base_offset
     strict_base = base_offset
-    kafka_index: RecoveryIndexes | None = RecoveryIndexes(base_offset, index_interval_bytes)
+    # (position, last offset, max timestamp) of each batch Kafka's recovery keeps, for its index
+    # rebuild: 24 bytes a batch, dropped where the indexes cannot be computed from them
+    kafka_points: array | None = array("q")  # position, last offset, max timestamp, ...
+    add_point = kafka_points.extend
     runs = seg.runs
     findings = seg.findings
+    stale_at: int | None = None  # the first valid batch at or past `next_base`
+    stale_last: int | None = None
+    stale_first = 0
     kafka_last: int | None = None
     never = 2**63
     oc_next = never if offset_check is None else offset_check.next_position()
     tc_next = never if time_check is None else time_check.next_offset()
 
-    for item in LogScan(disk, path, resync=True, check_offsets=False):
+    for item in LogScan(
+        disk, path, resync=True, check_offsets=False, max_batch_size=max_batch_size
+    ):
         cls = item.__class__
         if cls is Defect:
             run = None
-            previous = findings[-1] if findings else None
-            if (
-                previous is not None
-                and previous.kind == item.kind
-                and previous.position + previous.length == item.position
-                and item.kind not in CRC_VALID_KINDS
-            ):
-                # One damaged region reported in pieces (a resync across a window boundary).
-                previous.length += item.length
-            else:
-                findings.append(
-                    Finding(item.kind, name, item.position, item.length, item.offset, item.detail)
-                )
+            # LogScan reports a damaged region once, however many windows it spans.
+            findings.append(
+                Finding(item.kind, name, item.position, item.length, item.offset, item.detail)
+            )
             if kafka_on:
                 if item.kind in CRC_VALID_KINDS:
                     # A batch whose CRC holds: Kafka's recovery keeps it (spec fmt §2.9).
                     kafka_bytes += item.length
-                    kafka_index = None  # rebuilt from the file instead
+                    kafka_points = None  # rebuilt from the file instead
                 else:
                     kafka_on = False
             continue
@@ -208,11 +218,11 @@ def scan_segment(
                     last_index_offset = last_off
                     last_index_pos = kafka_bytes
             if kafka_on:
+                if kafka_points is not None:
+                    ts = item.max_timestamp
+                    add_point((kafka_bytes, last_off, -1 if ts is None else ts))
                 kafka_bytes += batch_size
                 kafka_last = last_off
-                if kafka_index is not None:
-                    ts = item.max_timestamp
-                    kafka_index.add(batch_size, last_off, -1 if ts is None else ts)
         # Index entries are visited only at the batches they name: most batches skip both calls.
         if position >= oc_next:
             oc_next = offset_check.batch(position, first, last_off)
@@ -305,6 +315,8 @@ def scan_segment(
         else:
             run.end = position + batch_size
             run.last_offset = last_off
+        if stale_at is None and next_base is not None and last_off >= next_base:
+            stale_at, stale_last, stale_first = position, last, first
         last = last_off
         max_ts = item.max_timestamp
         if max_ts is not None and max_ts > seg.max_timestamp:
@@ -328,13 +340,12 @@ def scan_segment(
                     )
                 )
 
+    if stale_at is not None:
+        _cut_stale_tail(seg, stale_at, stale_last, stale_first, next_base)
     seg.kafka_last_offset = kafka_last
     if seg.kafka_pieces and not _kafka_can_split(seg.kafka_pieces, kafka_last, base_offset):
         seg.kafka_pieces = []
         seg.kafka_split_fails = True
-    seg.kafka_valid_bytes = 0 if seg.kafka_invalid_offset else kafka_bytes
-    if seg.kafka_invalid_offset:
-        seg.kafka_last_offset = None
     if offset_check is not None:
         offset_check.finish()
     if time_check is not None:
@@ -342,12 +353,66 @@ def scan_segment(
     if index_paths[2] is not None:
         _check_txn_index(disk, index_paths[2], seg, name)
         seg.has_txn_index = True
-    if kafka_index is not None and not seg.kafka_pieces and not seg.kafka_invalid_offset:
-        seg.kafka_index_entries = kafka_index.entries
-        # kept only where kafka mode will rewrite the indexes, so memory follows the damage
-        if seg.index_findings or kafka_bytes < size or not (seg.has_index and seg.has_time_index):
-            seg.kafka_indexes = kafka_index.finish()
+    # kafka mode rewrites the indexes of a segment it cuts or whose indexes are wrong or missing;
+    # where offsets go back, the rebuild itself may fail as Kafka's does
+    rewrite = bool(seg.index_findings) or kafka_bytes < size or not seg.has_index
+    rewrite = rewrite or not seg.has_time_index
+    if (
+        kafka_points is not None
+        and (rewrite or seg.unordered)
+        and not seg.kafka_pieces
+        and not seg.kafka_invalid_offset
+    ):
+        try:
+            kafka_index = recovery_index_bytes(
+                zip(kafka_points[0::3], kafka_points[1::3], kafka_points[2::3], strict=True),
+                base_offset,
+                index_interval_bytes,
+                UNBOUNDED_INDEX,
+            )
+            seg.kafka_index_entries = len(kafka_index[0]) // 8
+            if rewrite:  # kept only where used, so memory follows the damage
+                seg.kafka_indexes = kafka_index
+        except IndexOffsetOverflowError:
+            pass  # Kafka's index append throws on an offset out of the relative range
+        except InvalidOffsetError:
+            # The time index refuses an offset below its last entry (offsets go back between
+            # index points): Kafka's recovery throws InvalidOffsetException and empties the segment.
+            seg.kafka_invalid_offset = True
+    seg.kafka_valid_bytes = 0 if seg.kafka_invalid_offset else kafka_bytes
+    if seg.kafka_invalid_offset:
+        seg.kafka_last_offset = None
     return seg
+
+
+def _cut_stale_tail(
+    seg: SegmentScan, position: int, last_before: int | None, first: int, next_base: int
+) -> None:
+    """Takes the batches from `position` on out of the valid runs: the next segment, named
+    `next_base`, was created when the log ended there, so they were truncated away (a follower
+    truncation whose fsync was lost) and only look valid. Offsets only go up in the runs, so they
+    are a tail: everything after the first one is at or past `next_base` too."""
+    end = seg.runs[-1].end
+    kept = []
+    for r in seg.runs:
+        if r.end <= position:
+            kept.append(r)
+        elif r.start < position:
+            kept.append(Run(r.start, position, r.first_offset, last_before))
+    seg.runs[:] = kept
+    seg.stale_from = position
+    seg.findings.append(
+        Finding(
+            "offset_overlap",
+            seg.name,
+            position,
+            end - position,
+            first,
+            f"batches from offset {first} are at or past the next segment's base offset "
+            f"{next_base}: a truncation that was never made durable",
+        )
+    )
+    seg.findings.sort(key=lambda f: f.position or 0)
 
 
 def _kafka_can_split(pieces: list[Piece], last_offset: int | None, base_offset: int) -> bool:

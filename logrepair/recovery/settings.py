@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from ..storage import scan as storage_scan
+
 DEFAULT_INDEX_INTERVAL_BYTES = 4096
 DEFAULT_SEGMENT_INDEX_BYTES = 10 * 1024 * 1024
 DEFAULT_MESSAGE_MAX_BYTES = 1024 * 1024 + 12
@@ -39,6 +41,12 @@ class Settings:
     segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES
     message_max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES
     topic_overrides: dict[str, dict[str, int]] = field(default_factory=dict, compare=False)
+
+    @property
+    def max_batch_size(self) -> int:
+        """The largest batch a scan reads. Kafka's recovery has no cap, so a batch the broker could
+        have accepted (up to `message.max.bytes`) is never called `bad_length`."""
+        return max(storage_scan.DEFAULT_MAX_BATCH_SIZE, self.message_max_bytes)
 
     def for_topic(self, topic: str) -> Settings:
         overrides = self.topic_overrides.get(topic)

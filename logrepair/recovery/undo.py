@@ -8,8 +8,7 @@ a moved file still absent), so an undo never mixes with later broker writes.
 from __future__ import annotations
 
 from ..storage.disk import Disk, parent_of
-from .apply import DONE, UNDONE, Journal, JournalError, _move, copy_range, replaced_files
-from .plan import Action
+from .apply import DONE, UNDONE, Journal, JournalError, _move, copy_range, made_files
 
 
 class UndoRefused(JournalError):
@@ -135,10 +134,4 @@ def _check(journal: Journal, entries: list[dict]) -> None:
 
 def _recreated_by_plan(entries: list[dict], rel: str) -> bool:
     """A file the repair moved away and then wrote anew (a rebuilt index, a swap renamed in)."""
-    for e in entries:
-        if e["action"] in ("rename", "split") and e.get("to") == rel:
-            return True
-        if e["action"] in ("write_file", "rebuild_indexes", "create_segment"):
-            if rel in replaced_files(Action.from_journal(e)):
-                return True
-    return False
+    return any(rel in made_files(e) for e in entries)

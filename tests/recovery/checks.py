@@ -28,6 +28,8 @@ def repair_checked(path: Path, mode: str, settings: Settings | None = None) -> R
     root = str(path)
     before_tree = tree_digest(DISK, root)
     before = inventory(DISK, root)
+    # point-in-time keeps a prefix of the log without the stale tails of lost truncations
+    prefix_of = inventory(DISK, root, stale=False) if mode == "point-in-time" else None
     keep = valid_batches(DISK, root, settings) if mode == "salvage" else {}
     result = repair(DISK, root, mode, settings)
     after = inventory(DISK, root)
@@ -35,7 +37,10 @@ def repair_checked(path: Path, mode: str, settings: Settings | None = None) -> R
     problems += well_formed(DISK, root, mode, settings, result.plan.left)
     # kafka mode keeps Kafka's quirk of spec rec §6.4 (a segment recovered while loading does not
     # delete later segments), so only point-in-time promises a prefix of each partition
-    problems += no_invention(before, after, prefix=mode == "point-in-time")
+    if prefix_of is not None:
+        problems += no_invention(prefix_of, after, prefix=True)
+    else:
+        problems += no_invention(before, after, prefix=False)
     problems += accounted(DISK, result.plan, result.quarantine)
     if mode == "salvage":
         problems += minimal_loss(before, after, keep)

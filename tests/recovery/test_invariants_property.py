@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from logrepair.storage import layout
@@ -34,6 +34,20 @@ damage = st.lists(
 @given(
     sizes=st.lists(st.integers(0, 8), min_size=1, max_size=3), damage=damage, rp=st.integers(0, 30)
 )
+# A base offset flipped far out of the segment's range, and back in range after it: Kafka cannot
+# split the segment, and the scan must not pack the flipped offset into an index.
+@example(
+    sizes=[0, 6, 5],
+    damage=[
+        (1, "flip", 1419, b"\x00"),
+        (0, "drop_index", 0, b"\x00"),
+        (1, "flip", 252819, b"\x00"),
+    ],
+    rp=15,
+)
+# A leader epoch flipped high (outside the CRC) and a damaged batch before it: salvage moves the
+# epoch regression, which no mode fixes, into a segment of its own and must say so.
+@example(sizes=[5], damage=[(1, "flip", 1430, b"\x00"), (1, "zero", 1293, bytes(27))], rp=11)
 def test_invariants_hold_after_repairing_random_damage(tmp_path, mode, sizes, damage, rp):
     log_dir = tmp_path / "kafka-logs"
     shutil.rmtree(log_dir, ignore_errors=True)

@@ -266,3 +266,30 @@ def test_salvage_moves_aborted_transactions_with_their_markers(log_dir):
     repair_checked(log_dir, "salvage")
     assert (pdir / layout.txn_index_file_name(0)).read_bytes() == b""
     assert (pdir / layout.txn_index_file_name(3)).read_bytes() == entry
+
+
+@pytest.mark.parametrize("newer", [0, 3], ids=["empty-newer-segment", "newer-batches"])
+@pytest.mark.parametrize("mode", ["point-in-time", "salvage"])
+def test_an_overlap_keeps_the_newer_segment_and_cuts_the_stale_tail(log_dir, mode, newer):
+    """A segment named 5 was created when the log ended at 5: offsets 5.. in the segment before it
+    are a follower truncation whose fsync was lost, not data to keep over the newer segment."""
+    pdir = log_dir / "t-0"
+    write_segment(pdir, 0, batches(0, 8))
+    write_segment(pdir, 5, batches(5, newer, value_size=50))
+    found = scan_path(DISK, str(log_dir), Settings()).all_findings()
+    assert [(f.kind, f.file, f.position) for f in found] == [
+        ("offset_overlap", f"t-0/{layout.log_file_name(0)}", 5 * BATCH_SIZE)
+    ]
+    repair_checked(log_dir, mode)
+    assert (pdir / layout.log_file_name(0)).stat().st_size == 5 * BATCH_SIZE
+    newer_bytes = b"".join(batches(5, newer, value_size=50))
+    assert (pdir / layout.log_file_name(5)).read_bytes() == newer_bytes
+
+
+def test_kafka_mode_leaves_an_overlap_as_kafka_does(log_dir):
+    pdir = log_dir / "t-0"
+    write_segment(pdir, 0, batches(0, 8))
+    write_segment(pdir, 5, [])
+    result = repair_checked(log_dir, "kafka")
+    assert [f["kind"] for f in result.plan.left] == ["offset_overlap"]
+    assert (pdir / layout.log_file_name(0)).stat().st_size == 8 * BATCH_SIZE

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -238,3 +239,35 @@ def test_malformed_partition_metadata_is_reported(log_dir):
         "version: 0\ntopic_id: sEHM5X0PT-2gCx0FiPKqwg"
     )
     assert findings(log_dir) == []
+
+
+@pytest.fixture
+def small_batch_cap(monkeypatch):
+    """The scan's default batch-size cap lowered to 1 KiB, so a test need not write 64 MiB."""
+    from logrepair.storage import scan as storage_scan
+
+    monkeypatch.setattr(storage_scan, "DEFAULT_MAX_BATCH_SIZE", 1024)
+    monkeypatch.setitem(storage_scan.LogScan.__init__.__kwdefaults__, "max_batch_size", 1024)
+
+
+def test_a_valid_batch_above_the_scan_cap_is_kept_up_to_message_max_bytes(log_dir, small_batch_cap):
+    pdir = log_dir / "t-0"
+    big = batch(0, value_size=3000)
+    write_segment(pdir, 0, [big, batch(1)])
+    raised = Settings(message_max_bytes=4096)
+    assert scan_path(DISK, str(log_dir), raised).all_findings() == []
+    assert repair_checked(log_dir, "kafka", raised).plan.actions == []
+    # below the batch and the cap, the cap holds: a claim that large is not read
+    lowered = scan_path(DISK, str(log_dir), Settings(message_max_bytes=1000))
+    assert [f.kind for f in lowered.all_findings()] == ["bad_length"]
+
+
+def test_a_damaged_region_longer_than_a_scan_window_is_one_finding(log_dir):
+    pdir = log_dir / "t-0"
+    log = write_segment(pdir, 0, batches(0, 3))
+    with open(log, "r+b") as f:
+        f.truncate(3 * BATCH_SIZE + (9 << 20))  # zeros past the 8 MiB window (sparse)
+    found = findings(log_dir)
+    assert [(f.kind, f.position, f.length) for f in found] == [
+        ("garbage_tail", 3 * BATCH_SIZE, 9 << 20)
+    ]

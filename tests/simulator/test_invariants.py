@@ -137,8 +137,9 @@ def test_salvage_oracle_ignores_a_batch_whose_unprotected_offset_was_zeroed() ->
     assert [b.base for b in all_valid_batches(crash, PART)] == [0, 70, 72]
 
 
-def test_point_in_time_oracle_stops_at_overlapping_segments() -> None:
-    # A truncation whose fsync was lost: segment 0 still holds offset 2, segment 2 holds it anew.
+def test_point_in_time_oracle_cuts_the_stale_tail_of_a_lost_truncation() -> None:
+    # A truncation whose fsync was lost: segment 0 still holds offset 2, segment 2 holds it anew
+    # (it was created when the log ended at 2), so segment 0's offset 2 is the stale one.
     crash = image({0: batch(0) + batch(1) + batch(2), 2: batch(2, size=41) + batch(3)})
-    assert [b.base for b in point_in_time_oracle(crash, PART)] == [0, 1, 2]
-    assert [b.data for b in point_in_time_oracle(crash, PART)][-1] == batch(2)
+    assert [b.base for b in point_in_time_oracle(crash, PART)] == [0, 1, 2, 3]
+    assert [b.data for b in point_in_time_oracle(crash, PART)][2] == batch(2, size=41)

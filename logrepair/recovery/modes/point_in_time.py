@@ -3,6 +3,8 @@
 Unlike Kafka, it reads every segment, also those below the recovery point, and cuts at the first
 byte that is not a valid batch in order — so what remains is a consistent prefix of the log.
 Index, leftover and checkpoint defects are fixed as in `kafka` mode without cutting data.
+One defect does not end the log: the stale tail of a truncation that was never made durable (a
+segment's batches at or past the next segment's base offset) is cut, and the newer segments stay.
 """
 
 from __future__ import annotations
@@ -17,6 +19,13 @@ def plan_partition(pp: PartitionPlan) -> int:
         if not data:
             continue
         first = min(data, key=lambda f: f.position)
+        if first.position == seg.scan.stale_from:
+            # The next segment was created when the log ended at its base: the batches from here
+            # on were truncated away and the truncation was lost. The later segments stay.
+            pp.truncate_segment(
+                seg, first.position, "point-in-time: a truncation that was never made durable"
+            )
+            continue
         pp.truncate_segment(
             seg,
             first.position,

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ...storage import layout
 from ..defects import kind as defect_kind
 from ..findings import Finding
-from ..plan import Plan
+from ..plan import Action, Plan
 from ..scan import LogDirScan
 from .partition_plan import SEGMENT_SUFFIXES, PartitionPlan
 
@@ -28,7 +30,8 @@ def unresolved(scan: LogDirScan, plan: Plan, pps: list[PartitionPlan]) -> list[F
         elif a.action in ("rebuild_indexes", "create_segment"):
             stem = a.file[: -len(layout.LOG_SUFFIX)]
             rewritten.update({stem + layout.INDEX_SUFFIX, stem + layout.TIME_INDEX_SUFFIX})
-    rewritten.update(a.to for a in plan.actions if a.action == "split" and a.to is not None)
+    splits = [a for a in plan.actions if a.action == "split" and a.to is not None]
+    rewritten.update(a.to for a in splits)
     deleted_stems = {d[: -len(layout.LOG_SUFFIX)] for d in deleted if d.endswith(layout.LOG_SUFFIX)}
     left = []
     for f in scan.all_findings():
@@ -38,6 +41,9 @@ def unresolved(scan: LogDirScan, plan: Plan, pps: list[PartitionPlan]) -> list[F
         if dot and stem in deleted_stems and "." + suffix in SEGMENT_SUFFIXES:
             continue
         if f.file in truncated and f.position is not None and f.position >= truncated[f.file]:
+            moved = _moved_with(f, splits) if not defect_kind(f.kind).fixed_by else None
+            if moved is not None:
+                left.append(moved)  # no mode fixes it: it goes with its batch
             continue  # removed, or (a split) moved into a segment of its own
         if f.kind in (
             "recovery_point_beyond_end",
@@ -49,6 +55,14 @@ def unresolved(scan: LogDirScan, plan: Plan, pps: list[PartitionPlan]) -> list[F
             continue
         left.append(f)
     return left
+
+
+def _moved_with(f: Finding, splits: list[Action]) -> Finding | None:
+    """The finding where a split moves the batch it is about, if one does."""
+    for a in splits:
+        if a.file == f.file and a.position <= f.position < a.position + a.length:
+            return replace(f, file=a.to, position=f.position - a.position)
+    return None
 
 
 def _checkpoint_resolved(f: Finding, pps: list[PartitionPlan]) -> bool:
