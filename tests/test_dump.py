@@ -30,6 +30,7 @@ from logrepair.format.batch import (
 from logrepair.format.compression import Codec, compress
 from logrepair.format.crc import crc32, crc32c
 from logrepair.format.legacy import build_legacy_batch
+from tests.contracts import DUMP_BATCH_KEYS
 
 from .decoders.encode import encode
 
@@ -309,29 +310,6 @@ def test_max_bytes_cuts_silently(tmp_path, capsys) -> None:
     assert len(out) == 3 and out[2].startswith("baseOffset: 0 ")
 
 
-BATCH_KEYS = [
-    "file",
-    "position",
-    "size",
-    "magic",
-    "base_offset",
-    "last_offset",
-    "count",
-    "codec",
-    "crc",
-    "crc_valid",
-    "is_transactional",
-    "is_control",
-    "producer_id",
-    "producer_epoch",
-    "base_sequence",
-    "partition_leader_epoch",
-    "timestamp_type",
-    "first_timestamp",
-    "max_timestamp",
-]
-
-
 def test_json_lines_contract(tmp_path, capsys) -> None:
     v2 = build_batch(
         [Record(0, T0, b"k", b"v", (("h", b"x"),)), Record(1, T0 + 3, None, None)],
@@ -345,10 +323,10 @@ def test_json_lines_contract(tmp_path, capsys) -> None:
     status, out, _ = dump(capsys, path, "--json")
     assert status == 1
     objs = [json.loads(line) for line in out]
-    assert list(objs[0]) == BATCH_KEYS
+    assert list(objs[0]) == DUMP_BATCH_KEYS
     assert objs[0]["codec"] == "zstd" and objs[0]["timestamp_type"] == "create"
     assert (objs[0]["first_timestamp"], objs[0]["max_timestamp"]) == (T0, T0 + 3)
-    assert list(objs[1]) == BATCH_KEYS
+    assert list(objs[1]) == DUMP_BATCH_KEYS
     assert objs[1]["magic"] == 0 and objs[1]["timestamp_type"] is None
     for key in ("producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch"):
         assert objs[1][key] is None
@@ -363,7 +341,7 @@ def test_json_lines_contract(tmp_path, capsys) -> None:
     }
     _, deep, _ = dump(capsys, path, "--json", "--deep-iteration")
     first = json.loads(deep[0])
-    assert list(first) == [*BATCH_KEYS, "records"]
+    assert list(first) == [*DUMP_BATCH_KEYS, "records"]
     assert first["records"] == [
         {
             "offset": 0,

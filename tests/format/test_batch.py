@@ -20,27 +20,7 @@ from logrepair.format.batch import (
 from logrepair.format.crc import crc32, crc32c
 from logrepair.format.errors import FormatError
 from logrepair.format.varint import write_varint
-
-DUMP_KEYS = {
-    "position",
-    "size",
-    "magic",
-    "base_offset",
-    "last_offset",
-    "count",
-    "codec",
-    "crc",
-    "crc_valid",
-    "is_transactional",
-    "is_control",
-    "producer_id",
-    "producer_epoch",
-    "base_sequence",
-    "partition_leader_epoch",
-    "timestamp_type",
-    "first_timestamp",
-    "max_timestamp",
-}
+from tests.contracts import BATCH_JSON_KEYS
 
 
 def raw_batch(
@@ -363,7 +343,7 @@ def test_to_json_is_the_dump_contract() -> None:
         is_transactional=True,
     )
     shallow = RecordBatch.parse(b"\x00" * 3 + data, 3).to_json()
-    assert set(shallow) == DUMP_KEYS
+    assert set(shallow) == BATCH_JSON_KEYS
     assert (
         shallow["position"] == 3
         and shallow["codec"] == "none"
@@ -371,7 +351,7 @@ def test_to_json_is_the_dump_contract() -> None:
     )
     assert shallow["is_transactional"] is True and shallow["crc_valid"] is True
     deep = RecordBatch.parse(data).to_json(deep=True)
-    assert set(deep) == DUMP_KEYS | {"records"}
+    assert set(deep) == BATCH_JSON_KEYS | {"records"}
     assert deep["records"] == [
         {
             "offset": 7,
@@ -390,5 +370,5 @@ def test_legacy_entries_share_the_read_interface() -> None:
         build_legacy_batch([Record(3, 9, b"k", b"v")], magic=1, base_offset=3)
     )
     assert isinstance(entry, Batch)
-    assert set(entry.to_json()) == DUMP_KEYS
+    assert set(entry.to_json()) == BATCH_JSON_KEYS
     assert entry.partition_leader_epoch is None

@@ -15,27 +15,8 @@ from logrepair.format.batch import Batch, Record
 from logrepair.format.compression import Codec, compress, decompress
 from logrepair.format.errors import FormatError
 from logrepair.format.legacy import LegacyBatch, build_legacy_batch
+from tests.contracts import BATCH_JSON_KEYS
 
-DUMP_KEYS = {
-    "position",
-    "size",
-    "magic",
-    "base_offset",
-    "last_offset",
-    "count",
-    "codec",
-    "crc",
-    "crc_valid",
-    "is_transactional",
-    "is_control",
-    "producer_id",
-    "producer_epoch",
-    "base_sequence",
-    "partition_leader_epoch",
-    "timestamp_type",
-    "first_timestamp",
-    "max_timestamp",
-}
 V2_ONLY = ("producer_id", "producer_epoch", "base_sequence", "partition_leader_epoch")
 
 # --- helpers that write entries field by field, independently of the builder under test ---------
@@ -505,7 +486,7 @@ def test_to_json() -> None:
     data = build_legacy_batch(records, magic=1, base_offset=10, codec=Codec.SNAPPY)
     batch = LegacyBatch.parse(data)
     out = batch.to_json()
-    assert set(out) == DUMP_KEYS
+    assert set(out) == BATCH_JSON_KEYS
     assert out == {
         "position": 0,
         "size": len(data),
@@ -612,7 +593,7 @@ def test_round_trip(spec) -> None:
         assert batch.count == len(spec["records"])
     assert batches[-1].last_offset == spec["records"][-1].offset
     for batch in batches:
-        assert set(batch.to_json(deep=True)) == DUMP_KEYS | {"records"}
+        assert set(batch.to_json(deep=True)) == BATCH_JSON_KEYS | {"records"}
 
 
 @settings(max_examples=200)
