@@ -442,16 +442,14 @@ class _OffsetIndexCheck:
     def load(
         cls, disk: Disk, path: str | None, base: int, seg: SegmentScan, name: str
     ) -> _OffsetIndexCheck | None:
-        file = name[: -len(".log")] + ".index" if name.endswith(".log") else name + ".index"
         if path is None:
             return None
-        size = disk.size(path)
-        if size > MAX_INDEX_LOAD:
-            seg.index_findings.append(
-                Finding("offset_index_corrupt", file, 0, size, None, f"{size} bytes is too large")
-            )
+        file = _index_name(name, ".index")
+        raw = _read_index(disk, path, seg, "offset_index_corrupt", file)
+        if raw is None:
             return None
-        check = cls(disk.read_file(path), base, seg, name, file)
+        size = len(raw)
+        check = cls(raw, base, seg, name, file)
         if size % 8:
             check.fail(
                 f"Index file {path} is corrupt, found {size} bytes which is neither positive nor "
@@ -534,16 +532,14 @@ class _TimeIndexCheck:
     def load(
         cls, disk: Disk, path: str | None, base: int, seg: SegmentScan, name: str
     ) -> _TimeIndexCheck | None:
-        file = name[: -len(".log")] + ".timeindex" if name.endswith(".log") else name + ".timeindex"
         if path is None:
             return None
-        size = disk.size(path)
-        if size > MAX_INDEX_LOAD:
-            seg.index_findings.append(
-                Finding("time_index_corrupt", file, 0, size, None, f"{size} bytes is too large")
-            )
+        file = _index_name(name, ".timeindex")
+        raw = _read_index(disk, path, seg, "time_index_corrupt", file)
+        if raw is None:
             return None
-        check = cls(disk.read_file(path), base, seg, file)
+        size = len(raw)
+        check = cls(raw, base, seg, file)
         if size % 12:
             check.fail(
                 f"Time index file {path} is corrupt, found {size} bytes which is neither positive "
@@ -618,15 +614,25 @@ class _TimeIndexCheck:
             )
 
 
-def _check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None:
-    file = name[: -len(".log")] + ".txnindex" if name.endswith(".log") else name + ".txnindex"
+def _index_name(log_name: str, suffix: str) -> str:
+    """The index file beside a segment, named as findings name it."""
+    return (log_name[: -len(".log")] if log_name.endswith(".log") else log_name) + suffix
+
+
+def _read_index(disk: Disk, path: str, seg: SegmentScan, kind: str, file: str) -> bytes | None:
+    """An index file's bytes, or None (and a finding) when it is too large to hold in memory."""
     size = disk.size(path)
     if size > MAX_INDEX_LOAD:
-        seg.index_findings.append(
-            Finding("txn_index_corrupt", file, 0, size, None, f"{size} bytes is too large")
-        )
+        seg.index_findings.append(Finding(kind, file, 0, size, None, f"{size} bytes is too large"))
+        return None
+    return disk.read_file(path)
+
+
+def _check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None:
+    file = _index_name(name, ".txnindex")
+    raw = _read_index(disk, path, seg, "txn_index_corrupt", file)
+    if raw is None:
         return
-    raw = disk.read_file(path)
     problem = None
     prev_last: int | None = None
     end = seg.next_offset
@@ -654,7 +660,7 @@ def _check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None
     if len(raw) % TXN_ENTRY_SIZE and problem is None:
         problem = f"{len(raw) % TXN_ENTRY_SIZE} trailing bytes are not a whole entry"
     if problem is not None:
-        seg.index_findings.append(Finding("txn_index_corrupt", file, None, size, None, problem))
+        seg.index_findings.append(Finding("txn_index_corrupt", file, None, len(raw), None, problem))
 
 
 def _zero_tail(raw: bytes, entry: int) -> int:
