@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 VENV=${LOGREPAIR_VENV:-.venv}
 PY=${PYTHON:-python3}
-stamp="$VENV/.installed-$(sha1sum pyproject.toml | cut -c1-12)"
+stamp="$VENV/.installed-$(cat pyproject.toml setup.py logrepair/format/_records.c | sha1sum | cut -c1-12)"
 if [ ! -f "$stamp" ]; then
     "$PY" -m venv "$VENV"
     "$VENV/bin/python" -m pip install -q --upgrade pip

@@ -1,14 +1,16 @@
 """`logsim`: run scenario files, explore crash states of a workload, inject faults into a log dir.
 
-Exit status: 0 all well; 1 an invariant was violated (run, explore); 2 bad usage or unreadable
-input, with one line on stderr. `--json` prints only JSON on stdout. Progress goes to stderr, and
-only when stderr is a terminal.
+Exit status: 0 all well; 1 an invariant was violated (run, explore); 2 bad usage, unreadable
+input or an internal error, with one line on stderr (never a traceback; LOGREPAIR_DEBUG=1 shows
+it). `--json` prints only JSON on stdout. Progress goes to stderr, and only when stderr is a
+terminal.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 
@@ -269,9 +271,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as e:
         print(f"logsim: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`| head`): nothing left to say
+        return 0
     except KeyboardInterrupt:
         print("logsim: interrupted", file=sys.stderr)
         return 130
+    except Exception as e:  # a bug in logsim, not a finding: still one line, and a way to see more
+        if os.environ.get("LOGREPAIR_DEBUG"):
+            import traceback
+
+            traceback.print_exc()
+        print(
+            f"logsim: internal error: {type(e).__name__}: {e} (LOGREPAIR_DEBUG=1 shows where)",
+            file=sys.stderr,
+        )
+        return 2
 
 
 if __name__ == "__main__":

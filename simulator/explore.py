@@ -29,7 +29,7 @@ from simulator.invariants import (
     image_digest,
     walk,
 )
-from simulator.repair import MODES, Repairer, RepairError, repairer_for
+from simulator.repair import MODES, Repairer, RepairError, RepairRun, repairer_for
 from simulator.workload import WorkloadSpec, run_workload
 
 # Modes a fault is checked under: Kafka trusts data below the recovery point, so bit rot there
@@ -151,9 +151,10 @@ class _Checker:
             for v in found:
                 report.violations.append(replace(v, detail=f"{mode}: {v.detail}"))
 
-    def deep(self, state: CrashState, mode: str, run) -> list[Violation]:
-        """Invariants 5-7 on one state: a second repair changes nothing, undo restores the crash
-        image, and a crash at any step of the repair is finished by the next run."""
+    def deep(self, state: CrashState, mode: str, run: RepairRun) -> list[Violation]:
+        """Invariants 5-7 on one state: a second repair changes nothing and verify finds nothing
+        but what the repair reported as left, undo restores the crash image, and a crash at any
+        step of the repair is finished by the next run."""
         label = state.label
         out = []
         try:
@@ -161,11 +162,9 @@ class _Checker:
             if again.actions or again.image.files != run.image.files:
                 did = "; ".join(a.describe() for a in again.actions[:3])
                 out.append(Violation(IDEMPOTENT, label, f"a second repair changes more: {did}"))
-            findings = self.repairer.verify_findings(run.image, self.spec.log_dir)
-            if findings:
-                f = findings[0]
-                detail = f"verify finds {f['kind']} after the repair: {f.get('detail', '')}"
-                out.append(Violation(IDEMPOTENT, label, detail, file=f.get("file")))
+            problems = self.repairer.not_well_formed(run, self.spec.log_dir, mode)
+            if problems:
+                out.append(Violation(IDEMPOTENT, label, f"after the repair: {problems[0]}"))
         except RepairError as e:
             out.append(Violation(IDEMPOTENT, label, f"second repair or verify failed: {e}"))
         try:
@@ -177,21 +176,30 @@ class _Checker:
                 )
         except RepairError as e:
             out.append(Violation(ACCOUNTED, label, str(e)))
-        for point, crashed, second in self.repairer.crash_during_repair(
-            state.image, self.spec.log_dir, mode, limit=self.opts.repair_crash_points
-        ):
-            if isinstance(second, RepairError):
-                detail = (
-                    f"after a crash at repair op {point} ({crashed}) the next run failed: {second}"
-                )
-                out.append(Violation(CRASH_SAFE, label, detail))
-                break
-            if second.files != run.image.files:
-                path = _first_changed_file(run.image.files, second.files)
-                detail = f"crash at repair op {point} ({crashed}) ends differently"
-                out.append(Violation(CRASH_SAFE, label, detail, file=path))
-                break
+        out += self._crashes_during_repair(state, mode, run)
         return out
+
+    def _crashes_during_repair(
+        self, state: CrashState, mode: str, run: RepairRun
+    ) -> list[Violation]:
+        crashes = self.repairer.crash_during_repair(
+            state.image, self.spec.log_dir, mode, limit=self.opts.repair_crash_points
+        )
+        try:
+            for point, crashed, second in crashes:
+                if isinstance(second, RepairError):
+                    detail = (
+                        f"after a crash at repair op {point} ({crashed}) "
+                        f"the next run failed: {second}"
+                    )
+                    return [Violation(CRASH_SAFE, state.label, detail)]
+                if second.files != run.image.files:
+                    path = _first_changed_file(run.image.files, second.files)
+                    detail = f"crash at repair op {point} ({crashed}) ends differently"
+                    return [Violation(CRASH_SAFE, state.label, detail, file=path)]
+        except RepairError as e:  # the uncrashed run that learns the repair's operations failed
+            return [Violation(CRASH_SAFE, state.label, f"the repair failed: {e}")]
+        return []
 
 
 def _first_changed_file(a: dict[str, bytes], b: dict[str, bytes]) -> str | None:

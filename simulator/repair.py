@@ -8,10 +8,11 @@ result, undo it, and crash the repair itself at each of its operations. Its quar
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from logrepair.recovery.invariants import well_formed
 from logrepair.recovery.repair import repair as run_repair
-from logrepair.recovery.scan import scan_path
+from logrepair.recovery.scan import LogDirScan
 from logrepair.recovery.settings import Settings
 from logrepair.recovery.undo import undo as run_undo
 from simulator.disk import DiskImage, Op, PersistenceModel, SimDisk
@@ -37,6 +38,10 @@ class RepairRun:
     disk: SimDisk
     actions: list
     quarantine: str | None
+    left: list[dict] = field(default_factory=list)
+    """The defects the repair reported it leaves (`plan.left`): kafka mode leaves some by design."""
+    scan: LogDirScan | None = None
+    """The scan the repair planned from (None when there was nothing to repair)."""
 
 
 def without_quarantine(image: DiskImage) -> DiskImage:
@@ -76,13 +81,19 @@ class Repairer:
             disk,
             list(result.plan.actions),
             result.quarantine,
+            list(result.plan.left),
+            result.scan,
         )
 
-    def verify_findings(self, image: DiskImage, log_dir: str) -> list[dict]:
-        """What `logrepair verify` reports on the image (empty: clean)."""
-        disk = SimDisk.from_image(without_quarantine(image), self.model)
+    def not_well_formed(self, run: RepairRun, log_dir: str, mode: str) -> list[str]:
+        """Invariants 1 and 6 on the repaired image, by the rule the recovery tests use
+        (`logrepair.recovery.invariants.well_formed`): verify finds nothing but what the repair
+        reported as left, and a second plan in the same mode is empty. Empty: all well."""
+        if not _has_log_dir(run.image, log_dir):
+            return []
+        disk = SimDisk.from_image(run.image, self.model)
         try:
-            return [f.to_json() for f in scan_path(disk, log_dir, self.settings).all_findings()]
+            return well_formed(disk, log_dir, mode, self.settings, run.left, run.scan)
         except Exception as e:
             raise RepairError(f"verify: {type(e).__name__}: {e}") from e
 
@@ -101,7 +112,10 @@ class Repairer:
     ) -> Iterator[tuple[int, str, DiskImage | RepairError]]:
         """For each operation of the repair: power fails just after it (nothing unsynced survives,
         or everything does), then a second repair runs; yields (op, fault, image after it, or
-        the error the second run failed with)."""
+        the error the second run failed with). An image without a log dir is not repaired
+        (see `__call__`), so there is nothing to crash."""
+        if not _has_log_dir(image, log_dir):
+            return
         probe = SimDisk.from_image(image, self.model)
         self._repair(probe, log_dir, mode)
         points = range(len(probe.trace))

@@ -148,6 +148,17 @@ def test_repair_json_contract_then_undo_restores_every_byte(damaged):
     assert cli("undo", str(quarantine)).stdout.strip().endswith("already undone")
 
 
+def test_undo_refuses_a_log_dir_changed_since_the_repair(damaged):
+    out = json.loads(cli("repair", str(damaged), "--mode", "salvage", "--json").stdout)
+    with open(segment_files(damaged / "orders-0")[-1], "ab") as f:
+        f.write(batches(20, 1)[0])  # as a broker started after the repair would append
+    after = tree_digest(DISK, str(damaged))
+    proc = cli("undo", out["quarantine"], "--json")
+    one_line_error(proc)
+    assert "since the repair; refusing to undo" in proc.stderr
+    assert tree_digest(DISK, str(damaged)) == after
+
+
 def test_repair_refuses_a_log_dir_whose_lock_a_live_process_holds(damaged):
     lock = damaged / ".lock"
     lock.write_bytes(b"")

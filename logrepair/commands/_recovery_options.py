@@ -1,12 +1,21 @@
-"""Options and helpers shared by verify, repair, rebuild-index and demo."""
+"""The parser set-up, settings, error handling and output shared by verify, repair, rebuild-index,
+undo and demo, so that the CLI contract (exit 2 with one line for what the tool refuses, `--json`
+alone on stdout) is kept in one place."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
 
 from ..cli import InputError
+from ..recovery.apply import JournalError
+from ..recovery.repair import RepairRefused, RepairResult
+from ..recovery.scan import NotALogDir, classify, total_log_bytes
 from ..recovery.settings import (
     DEFAULT_INDEX_INTERVAL_BYTES,
     DEFAULT_MESSAGE_MAX_BYTES,
@@ -14,7 +23,101 @@ from ..recovery.settings import (
     Settings,
     SettingsError,
 )
-from ..storage.disk import Disk
+from ..storage.disk import Disk, LockHeld
+from ..storage.osdisk import OsDisk
+
+T = TypeVar("T")
+
+REFUSALS = (NotALogDir, RepairRefused, JournalError, LockHeld)
+"""What a recovery command refuses to work on: not a log dir, a lock a live process holds, a
+quarantine inside the log dir, a journal it cannot use. Bad input, not a failure of the tool."""
+
+
+def add_command(
+    subparsers,
+    name: str,
+    *,
+    help: str,
+    description: str,
+    run: Callable[[argparse.Namespace], int],
+    target: str = "path",
+    target_help: str = "a broker's log dir or a partition dir",
+    dry_run: str | None = None,
+    quarantine: str | None = None,
+    settings: bool = True,
+    own_options: Callable[[argparse.ArgumentParser], None] | None = None,
+) -> None:
+    """A recovery subcommand: its one positional target, its `own_options`, the optional
+    `--dry-run` and `--quarantine` (given their help), `--json`, and the Kafka settings."""
+    p = subparsers.add_parser(name, help=help, description=description)
+    p.add_argument(target, metavar=target.upper(), help=target_help)
+    if own_options is not None:
+        own_options(p)
+    if dry_run is not None:
+        p.add_argument("--dry-run", action="store_true", help=dry_run)
+    if quarantine is not None:
+        p.add_argument("--quarantine", metavar="DIR", help=quarantine)
+    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    if settings:
+        add_settings_options(p)
+    p.set_defaults(run=run)
+
+
+@contextmanager
+def refusals_are_bad_input() -> Iterator[None]:
+    """Turns what the tool refuses (REFUSALS) into exit 2 with one line."""
+    try:
+        yield
+    except REFUSALS as e:
+        raise InputError(f"logrepair: {e}") from None
+
+
+@contextmanager
+def scan_progress(disk: Disk, path: str, label: str) -> Iterator[ProgressBar]:
+    """A progress bar over the `.log` bytes under PATH, cleared however the scan ends."""
+    bar = ProgressBar(total_log_bytes(disk, path, classify(disk, path)), label)
+    try:
+        yield bar
+    finally:
+        bar.close()
+
+
+def on_path(
+    args: argparse.Namespace, label: str, work: Callable[[Disk, str, Settings, ProgressBar], T]
+) -> T:
+    """Runs `work` on the command's PATH with the settings of its options, a progress bar over
+    the logs scanned, and what the tool refuses reported as bad input."""
+    disk = OsDisk()
+    settings = settings_from(args, disk)
+    path = absolute(args.path)
+    with refusals_are_bad_input(), scan_progress(disk, path, label) as bar:
+        return work(disk, path, settings, bar)
+
+
+def journaled_run(args: argparse.Namespace, run: Callable[..., RepairResult]) -> RepairResult:
+    """A journaled run on PATH (repair, rebuild-index): `run(disk, path, settings, dry_run=,
+    quarantine_root=, progress=)` with the options those commands share."""
+    return on_path(
+        args,
+        "scan",
+        lambda disk, path, settings, bar: run(
+            disk,
+            path,
+            settings,
+            dry_run=args.dry_run,
+            quarantine_root=quarantine_root(args),
+            progress=bar,
+        ),
+    )
+
+
+def emit(args: argparse.Namespace, data: dict, text: str) -> None:
+    """`--json`: the object alone on stdout; else the human text."""
+    print(json.dumps(data, indent=1) if args.json else text)
+
+
+def quarantine_root(args: argparse.Namespace) -> str | None:
+    return absolute(args.quarantine) if args.quarantine else None
 
 
 def add_settings_options(p: argparse.ArgumentParser) -> None:

@@ -42,17 +42,21 @@ def add_parser(subparsers) -> None:
         "(default: %(default)s; units k, M, G, KiB, MiB, GiB)",
     )
     p.add_argument("--report", metavar="FILE.html", help="also write a self-contained HTML report")
+    add_spark_option(p, "run on Spark", "(every executor must see the PATHs at the same place)")
+    p.add_argument("--out", metavar="DIR", help="with --spark: write the tables as Parquet here")
+    p.set_defaults(run=run)
+
+
+def add_spark_option(p: argparse.ArgumentParser, what: str, note: str = "") -> None:
+    """`--spark [MASTER]`: the default master when given alone (see `is_master`)."""
     p.add_argument(
         "--spark",
         nargs="?",
         const="",
         default=None,
         metavar="MASTER",
-        help="run on Spark: local[*] by default, or a master URL such as spark://host:7077 "
-        "(every executor must see the PATHs at the same place)",
+        help=f"{what}: local[*] by default, or a master URL such as spark://host:7077 {note}".strip(),
     )
-    p.add_argument("--out", metavar="DIR", help="with --spark: write the tables as Parquet here")
-    p.set_defaults(run=run)
 
 
 def require(module: str, what: str) -> None:

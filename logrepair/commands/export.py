@@ -8,7 +8,7 @@ import sys
 
 from ..audit.discovery import DiscoveryError
 from ..cli import InputError
-from .audit import is_master, require
+from .audit import add_spark_option, is_master, require
 
 
 def add_parser(subparsers) -> None:
@@ -26,14 +26,7 @@ def add_parser(subparsers) -> None:
         action="store_true",
         help="also export the records of batches that fail their CRC, flagged corrupt=true",
     )
-    p.add_argument(
-        "--spark",
-        nargs="?",
-        const="",
-        default=None,
-        metavar="MASTER",
-        help="export on Spark: local[*] by default, or a master URL such as spark://host:7077",
-    )
+    add_spark_option(p, "export on Spark")
     p.add_argument("--json", action="store_true", help="print a JSON summary")
     p.set_defaults(run=run)
 

@@ -8,27 +8,28 @@ input: a missing PATH, a log dir whose `.lock` a running broker holds, a quarant
 from __future__ import annotations
 
 import argparse
-import json
 
-from ..cli import InputError
-from ..recovery.apply import JournalError
 from ..recovery.planner import MODES
-from ..recovery.repair import RepairRefused, RepairResult, repair
-from ..recovery.scan import NotALogDir, classify, total_log_bytes
-from ..storage.disk import LockHeld
-from ..storage.osdisk import OsDisk
-from ._recovery_options import ProgressBar, absolute, add_settings_options, settings_from
+from ..recovery.repair import RepairResult, repair
+from ._recovery_options import add_command, emit, journaled_run
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
+    add_command(
+        subparsers,
         "repair",
         help="repair a stopped broker's log dir or a partition dir",
         description="Plan and apply a repair. Every removed byte and replaced file goes to a "
         "quarantine beside the log dir (undo with `logrepair undo`); the run is journaled, so a "
         "crash during it is finished or rolled back by the next run.",
+        run=run,
+        own_options=_mode_option,
+        dry_run="print the plan and change nothing",
+        quarantine="where runs keep what they remove (default: <log dir>.logrepair-quarantine)",
     )
-    p.add_argument("path", metavar="PATH", help="a broker's log dir or a partition dir")
+
+
+def _mode_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--mode",
         required=True,
@@ -36,43 +37,13 @@ def add_parser(subparsers) -> None:
         help="kafka: what the broker's recovery does; point-in-time: cut at the first defect "
         "anywhere; salvage: keep every valid batch",
     )
-    p.add_argument("--dry-run", action="store_true", help="print the plan and change nothing")
-    p.add_argument(
-        "--quarantine",
-        metavar="DIR",
-        help="where runs keep what they remove (default: <log dir>.logrepair-quarantine)",
-    )
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    add_settings_options(p)
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    disk = OsDisk()
-    settings = settings_from(args, disk)
-    path = absolute(args.path)
-    quarantine = absolute(args.quarantine) if args.quarantine else None
-    bar = None
-    try:
-        bar = ProgressBar(total_log_bytes(disk, path, classify(disk, path)), "scan")
-        result = repair(
-            disk,
-            path,
-            args.mode,
-            settings,
-            dry_run=args.dry_run,
-            quarantine_root=quarantine,
-            progress=bar,
-        )
-    except (NotALogDir, RepairRefused, JournalError, LockHeld) as e:
-        raise InputError(f"logrepair: {e}") from None
-    finally:
-        if bar is not None:
-            bar.close()
-    if args.json:
-        print(json.dumps(result.to_json(), indent=1))
-    else:
-        print(render(result))
+    result = journaled_run(
+        args, lambda disk, path, settings, **kw: repair(disk, path, args.mode, settings, **kw)
+    )
+    emit(args, result.to_json(), render(result))
     if args.dry_run:
         return 1 if result.plan.actions else 0
     return 1 if result.lost_data else 0

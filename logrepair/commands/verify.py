@@ -6,45 +6,27 @@ Exit status 0 when clean, 1 when any defect is found, 2 when PATH is unusable.
 from __future__ import annotations
 
 import argparse
-import json
 
-from ..cli import InputError
 from ..recovery.planner import fixing_modes
-from ..recovery.scan import LogDirScan, NotALogDir, classify, scan_path, total_log_bytes
-from ..storage.osdisk import OsDisk
-from ._recovery_options import ProgressBar, absolute, add_settings_options, settings_from
+from ..recovery.scan import LogDirScan, scan_path
+from ._recovery_options import add_command, emit, on_path
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser(
+    add_command(
+        subparsers,
         "verify",
         help="check a log dir or partition dir; exit 1 if anything is wrong",
         description="Scan a broker's log dir (or one partition dir) and report every defect: "
         "damaged batches, indexes that disagree with the log, leftovers of interrupted "
         "operations, checkpoints out of bounds. Changes nothing.",
+        run=run,
     )
-    p.add_argument("path", metavar="PATH", help="a broker's log dir or a partition dir")
-    p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
-    add_settings_options(p)
-    p.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    disk = OsDisk()
-    settings = settings_from(args, disk)
-    path = absolute(args.path)
-    try:
-        bar = ProgressBar(total_log_bytes(disk, path, classify(disk, path)), "verify")
-        result = scan_path(disk, path, settings, bar)
-    except NotALogDir as e:
-        raise InputError(f"logrepair: {e}") from None
-    finally:
-        if "bar" in locals():
-            bar.close()
-    if args.json:
-        print(json.dumps(result.to_json(), indent=1))
-    else:
-        print(render(result))
+    result = on_path(args, "verify", scan_path)
+    emit(args, result.to_json(), render(result))
     return 0 if result.clean else 1
 
 

@@ -7,11 +7,17 @@ what logrepair says to what the broker logged.
 
 The builder writes exactly what Kafka's `MemoryRecordsBuilder` writes for the same inputs (spec §2.8):
 same field order and sentinels, attributes' high byte 0, CRC last.
+
+Deep reading (`decode_records`, `check_records`) runs in C when the optional extension
+`logrepair.format._records` is built (it is, at install, wherever a C compiler and Python's headers
+are present); otherwise, or with `LOGREPAIR_PURE_PYTHON=1` in the environment, the pure-Python
+functions here do it, with the same results and the same errors. `ACCELERATED` says which is active.
 """
 
 from __future__ import annotations
 
 import base64
+import os
 import struct
 from collections.abc import Iterable, Sequence
 from itertools import repeat
@@ -29,6 +35,7 @@ from .errors import FormatError
 from .varint import read_varint, read_varlong, write_varint, write_varlong
 
 __all__ = [
+    "ACCELERATED",
     "Batch",
     "ControlType",
     "EndTransactionMarker",
@@ -41,8 +48,10 @@ __all__ = [
     "build_empty_batch",
     "build_end_txn_marker",
     "check_records",
+    "check_records_python",
     "codec_name",
     "decode_records",
+    "decode_records_python",
     "encode_record",
     "increment_sequence",
     "record_to_json",
@@ -312,9 +321,29 @@ class RecordBatch:
 
         `max_output` bounds the decompressed size (a compression bomb is a `decompression_failed`).
         """
-        if self._records is None:
-            self._records = self._decode(max_output)
-        return self._records
+        records = self._records
+        if records is None:
+            attributes = self.attributes
+            count = self.count
+            # Uncompressed records are read in place: the common case, kept to one call.
+            if count > 0 and not attributes & COMPRESSION_MASK:
+                data = self.raw[RECORD_BATCH_OVERHEAD:]
+            else:
+                data = self._records_region(max_output)
+            if data is None:
+                records = []
+            else:
+                records = decode_records(
+                    data,
+                    count,
+                    self.base_offset,
+                    self.base_timestamp,
+                    self.max_timestamp if attributes & TIMESTAMP_TYPE_MASK else None,
+                    self.base_sequence,
+                    self.position,
+                )
+            self._records = records
+        return records
 
     def check_records(self, max_output: int | None = None) -> None:
         """Raises what `records()` would raise, without building the records (deep verification)."""
@@ -323,8 +352,9 @@ class RecordBatch:
             if data is not None:
                 check_records(data, self.count, self.position)
 
-    def _records_region(self, max_output: int | None) -> bytes | None:
-        """The (decompressed) records region; None when the batch holds no records."""
+    def _records_region(self, max_output: int | None) -> bytes | memoryview | None:
+        """The (decompressed) records region, uncompressed ones not copied; None when the batch
+        holds no records."""
         count = self.count
         if count == 0:
             return None  # Kafka does not look at the bytes after an empty batch's header.
@@ -336,7 +366,7 @@ class RecordBatch:
             )
         codec = self.codec
         if codec == 0:
-            return bytes(self.raw[RECORD_BATCH_OVERHEAD:])
+            return self.raw[RECORD_BATCH_OVERHEAD:]
         if codec not in compression.CODEC_NAMES:
             raise FormatError(
                 "unknown_codec", f"Unknown compression type id: {codec}", self.position
@@ -348,21 +378,6 @@ class RecordBatch:
             )
         except FormatError as e:
             raise FormatError(e.kind, e.detail, self.position) from None
-
-    def _decode(self, max_output: int | None) -> list[Record]:
-        data = self._records_region(max_output)
-        if data is None:
-            return []
-        log_append = self.max_timestamp if self.attributes & TIMESTAMP_TYPE_MASK else None
-        return decode_records(
-            data,
-            self.count,
-            self.base_offset,
-            self.base_timestamp,
-            log_append,
-            self.base_sequence,
-            self.position,
-        )
 
     def control_type(self) -> ControlType | None:
         """The type of the first control record (what producer-state recovery reads), or None."""
@@ -481,6 +496,10 @@ def _read_record(data: bytes, pos: int, length: int, end: int, position: int) ->
         if e.kind == "invalid_records":
             raise
         raise _invalid("Found invalid record structure", position) from None
+    if p > end:
+        # The last header value's length runs past the records: Kafka's `position()` throws
+        # IllegalArgumentException there (any earlier field that does fails the next varint).
+        raise _invalid("Found invalid record structure", position)
     if p != pos + length:
         raise _invalid(
             f"Invalid record size: expected to read {length} bytes in record payload, but "
@@ -517,8 +536,8 @@ def _decode_headers(
     return tuple(headers), p
 
 
-def decode_records(
-    data: bytes,
+def decode_records_python(
+    data: bytes | bytearray | memoryview,
     count: int,
     base_offset: int,
     base_timestamp: int,
@@ -533,8 +552,13 @@ def decode_records(
     allocate; varints of one and two bytes, nearly all deltas and lengths, are decoded inline
     through the tables above. A record the fast path cannot take whole (a longer varint, a read
     past its body, a bad length) is read again by `_read_record`, which raises what Kafka raises.
-    Fields are gathered as plain tuples and made `Record`s in one `map` at the end.
+    Fields are gathered as plain tuples and made `Record`s in one `map` at the end. Any buffer is
+    copied to bytes first, so keys and values are bytes whatever the input.
+
+    The reference for the C accelerator's `decode_records` (see `ACCELERATED`).
     """
+    if type(data) is not bytes:
+        data = bytes(data)
     rows: list[tuple] = []
     append = rows.append
     zigzag, length1, half, odd = _ZIGZAG, _LENGTH1, _HALF, _ODD
@@ -681,13 +705,17 @@ def decode_records(
     return list(map(tuple.__new__, repeat(Record), rows))
 
 
-def check_records(data: bytes, count: int, position: int = 0) -> None:
+def check_records_python(
+    data: bytes | bytearray | memoryview, count: int, position: int = 0
+) -> None:
     """What `decode_records` checks, with the same errors, but nothing built: deep verification.
 
     Kept apart from `decode_records` because skipping every slice and tuple makes it about twice
     as fast; the same fast path shape and the same `_read_record` fallback, so the same verdicts
     (tests/format/test_batch_check.py holds the two to them).
     """
+    if type(data) is not bytes:
+        data = bytes(data)
     zigzag, length1, skip1, half, odd = _ZIGZAG, _LENGTH1, _SKIP1, _HALF, _ODD
     end = len(data)
     pos = 0
@@ -772,6 +800,31 @@ def check_records(data: bytes, count: int, position: int = 0) -> None:
             "Incorrect declared batch size, records still remaining in file",
             position,
         )
+
+
+def _accelerator():
+    """The C reader (`logrepair.format._records`, built from `_records.c` when a compiler is
+    present at install), or None: not built, or `LOGREPAIR_PURE_PYTHON` set to anything but `0`."""
+    if os.environ.get("LOGREPAIR_PURE_PYTHON", "0") not in ("", "0"):
+        return None
+    try:
+        from . import _records
+    except ImportError:
+        return None
+    _records.bind(Record, FormatError)
+    return _records
+
+
+_ACCELERATOR = _accelerator()
+# Whether `decode_records` and `check_records` are the C ones (same arguments, results and errors
+# as the `*_python` reference functions above, which tests/format/test_records_accel.py holds them to).
+ACCELERATED: bool = _ACCELERATOR is not None
+if _ACCELERATOR is not None:
+    decode_records = _ACCELERATOR.decode_records
+    check_records = _ACCELERATOR.check_records
+else:
+    decode_records = decode_records_python
+    check_records = check_records_python
 
 
 # --- writer ----------------------------------------------------------------------------------------

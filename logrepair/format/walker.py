@@ -42,7 +42,7 @@ import re
 import struct
 from collections.abc import Iterator
 
-from .batch import RECORD_BATCH_OVERHEAD, RecordBatch, check_records
+from .batch import HEADER, RECORD_BATCH_OVERHEAD, RecordBatch, check_records
 from .crc import crc32c
 from .errors import Defect, FormatError
 from .legacy import LegacyBatch
@@ -182,6 +182,7 @@ class Walker:
         limit = min(len(mv), file_end - fp)
         pos = self.position - fp
         check_header = _CHECKED_FIELDS.unpack_from
+        unpack_header = HEADER.unpack_from
         crc = crc32c
         check = self.check_offsets
         deep = self.deep
@@ -210,9 +211,30 @@ class Walker:
             )
         while True:
             # Fast path: a whole v2 batch that is in the buffer and valid, in one unpack of the
-            # fields it checks and one CRC over a zero-copy slice.
+            # fields it checks (the whole header when the batch object will need it) and one CRC
+            # over a zero-copy slice.
             if pos + 61 <= limit:
-                base_offset, length, magic, stored_crc, last_delta, count = check_header(mv, pos)
+                if emit:
+                    header = unpack_header(mv, pos)
+                    (
+                        base_offset,
+                        length,
+                        _,
+                        magic,
+                        stored_crc,
+                        _,
+                        last_delta,
+                        _,
+                        _,
+                        _,
+                        _,
+                        _,
+                        count,
+                    ) = header
+                else:
+                    base_offset, length, magic, stored_crc, last_delta, count = check_header(
+                        mv, pos
+                    )
                 end = pos + 12 + length
                 if (
                     magic == 2
@@ -233,7 +255,7 @@ class Walker:
                             # Uncompressed: records checked straight from the buffer, no batch
                             # object unless the caller wants one.
                             try:
-                                check_records(bytes(mv[pos + 61 : end]), count, fp + pos)
+                                check_records(mv[pos + 61 : end], count, fp + pos)
                                 bad = None
                             except FormatError as e:
                                 bad = Defect(e.kind, fp + pos, end - pos, e.detail, previous)
@@ -249,7 +271,7 @@ class Walker:
                         self.position = fp + end
                         self.expected_offset = expected
                         self.batches = batches
-                        yield RecordBatch(mv[pos:end], fp + pos, None, True)
+                        yield RecordBatch(mv[pos:end], fp + pos, header, True)
                     pos = end
                     continue
             # Slow path: end of buffer or file, a legacy entry, or something wrong at `pos`.

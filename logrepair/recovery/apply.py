@@ -5,11 +5,19 @@ tails and the previous contents of replaced files) and `files/` (whole files mov
 dir). The run goes through states written atomically to the manifest:
 
 - `saving`: copies of everything the plan will remove or replace are made and fsynced. The log dir
-  is not touched yet, so a crash here is rolled back: the next run discards this quarantine.
+  is not touched yet, so a crash here is rolled back: the next run discards this quarantine. (The
+  directory gets its name only once the manifest is in it, and loses it before it is removed, so a
+  crash never leaves a run without a manifest; the `.discarded` rest goes with the next run.)
 - `applying`: the actions run in order. Each is idempotent given the saved copies (a split reads
   the bytes it moves from the saved tail, a rebuild recomputes from the final `.log`), so a crash
   here is finished by the next run replaying every action.
-- `done`: files and directories fsynced; the manifest is the record `undo` works from.
+- `done`: files and directories fsynced; the manifest is the record `undo` works from, with the
+  state the repair left each touched file in (`left`), so undo can refuse a log dir that changed.
+- `undoing`, `undone`: see undo.py.
+
+The manifest holds everything a replay needs, so the run that finishes an interrupted repair gets
+the result the interrupted one would have: each index rebuild carries its `index.interval.bytes`
+and the batch-size cap its scan used (`max_batch_size`, raised with `message.max.bytes`).
 
 Nothing is deleted outright: a deleted file is renamed into `files/` (copied when the quarantine is
 on another filesystem), a truncated tail is copied to `blobs/` first.
@@ -21,20 +29,38 @@ import base64
 import errno
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
+from ..format.crc import crc32c
+from ..storage import scan as storage_scan
+from ..storage.abstract_index import IndexFileError
 from ..storage.disk import Disk, join, parent_of
-from ..storage.layout import TMP_SUFFIX
+from ..storage.layout import (
+    INDEX_SUFFIX,
+    LOG_SUFFIX,
+    TIME_INDEX_SUFFIX,
+    TMP_SUFFIX,
+    TXN_INDEX_SUFFIX,
+)
 from .plan import Action, Plan
+from .settings import Settings
 
 MANIFEST = "manifest.json"
+DISCARDED = ".discarded"
+"""Suffix of a run dir no run will use: one being created (until its manifest is in) or one being
+removed after a roll-back. The next run removes what a crash left of it."""
 COPY_CHUNK = 8 * 1024 * 1024
 
-SAVING, APPLYING, DONE, UNDONE = "saving", "applying", "done", "undone"
+SAVING, APPLYING, DONE, UNDOING, UNDONE = "saving", "applying", "done", "undoing", "undone"
 
-# (disk, absolute .log path, index.interval.bytes, verify CRCs) -> [(absolute index path, bytes)]:
+VERSION = 2
+"""Version 2 records each index rebuild's `max_batch_size`; a version 1 manifest is replayed with
+the default cap, which is what the version that wrote it used."""
+
+# (disk, absolute .log path, index.interval.bytes, verify CRCs, max batch size)
+#   -> [(absolute index path, bytes)]:
 # the indexes Kafka's recovery would write for that log, computed from its current bytes.
-IndexRebuilder = Callable[[Disk, str, int, bool], list[tuple[str, bytes]]]
+IndexRebuilder = Callable[[Disk, str, int, bool, int], list[tuple[str, bytes]]]
 
 
 class JournalError(ValueError):
@@ -42,26 +68,16 @@ class JournalError(ValueError):
 
 
 def copy_range(disk: Disk, src: str, position: int, length: int, dst: str) -> None:
-    """Copies `[position, position + length)` of `src` into a new file `dst`, fsynced.
-
-    Chunked with one reused buffer, so a 1 GiB tail costs 8 MiB of memory."""
-    buf = bytearray(min(COPY_CHUNK, max(length, 1)))
-    view = memoryview(buf)
-    with disk.open(src) as fin, disk.open(dst, create=True) as fout:
-        fout.truncate(0)
-        done = 0
-        while done < length:
-            n = fin.read_into(position + done, view[: min(len(buf), length - done)])
-            if n <= 0:
-                raise OSError(errno.EIO, f"{src} ended at {position + done} while copying")
-            fout.write_at(done, view[:n])
-            done += n
-        fout.fsync()
+    """Copies `[position, position + length)` of `src` into a new file `dst`, fsynced."""
+    copy_ranges(disk, src, [(position, length)], dst)
 
 
 def copy_ranges(disk: Disk, src: str, ranges: list[tuple[int, int]], dst: str) -> None:
-    """`copy_range` of several `(position, length)` ranges of `src`, one after another in `dst`."""
-    buf = bytearray(COPY_CHUNK)
+    """The `(position, length)` ranges of `src`, one after another, in a new file `dst`, fsynced.
+
+    Chunked with one reused buffer, so a 1 GiB tail costs 8 MiB of memory."""
+    total = sum(length for _, length in ranges)
+    buf = bytearray(min(COPY_CHUNK, max(total, 1)))
     view = memoryview(buf)
     with disk.open(src) as fin, disk.open(dst, create=True) as fout:
         fout.truncate(0)
@@ -112,6 +128,11 @@ class Journal:
                 raise ValueError("not a logrepair manifest")
         except (ValueError, UnicodeDecodeError) as exc:
             raise JournalError(f"{path} is not a readable logrepair manifest: {exc}") from None
+        if data.get("version") not in (1, VERSION):
+            raise JournalError(
+                f"{path} has manifest version {data.get('version')!r}; this logrepair reads "
+                f"versions 1 to {VERSION}: use the logrepair that wrote it"
+            )
         return cls(disk, qdir, data)
 
     @property
@@ -162,18 +183,27 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def start(disk: Disk, plan: Plan, qdir: str, summary: dict, *, validated: bool = True) -> Journal:
+def start(
+    disk: Disk,
+    plan: Plan,
+    qdir: str,
+    summary: dict,
+    *,
+    max_batch_sizes: Mapping[str, int] | None = None,
+    validated: bool = True,
+) -> Journal:
     """Creates the quarantine for `plan` and saves every byte the plan removes or replaces.
 
+    `max_batch_sizes`: the batch-size cap the scan used in each partition dir (relative to the
+    plan's root, '' for the root itself), recorded with each index rebuild there; None for a plan
+    whose scan ran with Kafka's default settings.
     `validated`: the plan comes from a scan that checked every batch it keeps, so index rebuilds
     may read headers only."""
     if disk.exists(qdir) and disk.list_dir(qdir):
         raise JournalError(f"quarantine directory {qdir} is not empty")
-    make_dirs_durable(disk, join(qdir, "blobs"))
-    make_dirs_durable(disk, join(qdir, "files"))
     data = {
         "tool": "logrepair",
-        "version": 1,
+        "version": VERSION,
         "target": plan.root,
         "mode": plan.mode,
         "state": SAVING,
@@ -183,29 +213,55 @@ def start(disk: Disk, plan: Plan, qdir: str, summary: dict, *, validated: bool =
         "summary": summary,
         "validated": validated,
     }
-    journal = Journal(disk, qdir, data)
+    for entry in data["actions"]:
+        if entry["action"] in REBUILDS:
+            entry["max_batch_size"] = (
+                Settings().max_batch_size
+                if max_batch_sizes is None
+                else max_batch_sizes[entry["file"].rpartition("/")[0]]
+            )
+    # New contents live beside the manifest, not in it: an index can be megabytes.
+    contents = {}
     for i, entry in enumerate(data["actions"]):
-        # New contents live beside the manifest, not in it: an index can be megabytes.
         content = entry.pop("content", None)
         if content is not None:
-            blob = f"blobs/{i:05d}.new"
-            with disk.open(journal.q(blob), create=True) as f:
-                f.truncate(0)
-                f.write_at(0, base64.b64decode(content))
-                f.fsync()
-            entry["content_blob"] = blob
-    journal.write()
+            entry["content_blob"] = f"blobs/{i:05d}.new"
+            contents[entry["content_blob"]] = base64.b64decode(content)
+    # The run dir takes its name only with its manifest inside, so a crash never leaves a run
+    # without one; until then it is `<qdir>.discarded`, which the next run removes.
+    staging = qdir + DISCARDED
+    make_dirs_durable(disk, join(staging, "blobs"))
+    make_dirs_durable(disk, join(staging, "files"))
+    Journal(disk, staging, data).write()
+    disk.rename(staging, qdir)
+    disk.fsync_dir(parent_of(qdir))
+    journal = Journal(disk, qdir, data)
+    for blob, content in contents.items():
+        with disk.open(journal.q(blob), create=True) as f:
+            f.truncate(0)
+            f.write_at(0, content)
+            f.fsync()
+    # Where each file's bytes will be when its action runs: an earlier rename brings other bytes
+    # (a `.swap` renamed in, then rebuilt or truncated), an earlier delete leaves none.
+    source: dict[str, str | None] = {}
     for i, entry in enumerate(data["actions"]):
-        entry["saved"] = _save(journal, i, Action.from_journal(entry))
+        action = Action.from_journal(entry)
+        entry["saved"] = _save(journal, i, action, source)
+        if action.action == "rename":
+            source[action.to] = source.get(action.file, action.file)
+            source[action.file] = None
+        elif action.action == "delete":
+            source[action.file] = None
     disk.fsync_dir(join(qdir, "blobs"))
     journal.set_state(APPLYING)
     return journal
 
 
-def _save(journal: Journal, i: int, action: Action) -> dict:
+def _save(journal: Journal, i: int, action: Action, source: dict[str, str | None]) -> dict:
+    """What undo needs to put back the bytes this action changes, as they will be when it runs."""
     disk = journal.disk
-    path = journal.t(action.file)
     if action.action == "truncate":
+        path = journal.t(source.get(action.file) or action.file)
         size = disk.size(path)
         blob = f"blobs/{i:05d}.tail"
         ranges = _unmoved(action.size, size, action.moved or [])
@@ -216,8 +272,9 @@ def _save(journal: Journal, i: int, action: Action) -> dict:
     if action.action in ("write_file", "rebuild_indexes", "create_segment"):
         previous = []
         for j, rel in enumerate(replaced_files(action)):
-            p = journal.t(rel)
-            if disk.exists(p):
+            now = source.get(rel, rel)
+            p = None if now is None else journal.t(now)
+            if p is not None and disk.exists(p):
                 blob = f"blobs/{i:05d}.{j}.prev"
                 copy_range(disk, p, 0, disk.size(p), journal.q(blob))
                 previous.append({"file": rel, "blob": blob})
@@ -225,6 +282,10 @@ def _save(journal: Journal, i: int, action: Action) -> dict:
                 previous.append({"file": rel, "blob": None})
         return {"previous": previous}
     return {}
+
+
+REBUILDS = ("rebuild_indexes", "create_segment")
+"""Actions that write a `.log`'s offset and time index from its bytes."""
 
 
 def replaced_files(action: Action) -> list[str]:
@@ -246,6 +307,7 @@ def run(journal: Journal, rebuild: IndexRebuilder) -> None:
     disk = journal.disk
     touched_dirs: set[str] = {journal.qdir, join(journal.qdir, "files")}
     verify = not journal.data.get("validated", False)
+    default_cap = storage_scan.DEFAULT_MAX_BATCH_SIZE  # what a version 1 manifest was applied with
     for entry in journal.data["actions"]:
         action = Action.from_journal(entry)
         saved = entry.get("saved", {})
@@ -279,27 +341,92 @@ def run(journal: Journal, rebuild: IndexRebuilder) -> None:
                 disk.rename(path, journal.t(action.to))
         elif kind == "write_file":
             disk.write_file_atomic(path, disk.read_file(journal.q(entry["content_blob"])))
-        elif kind == "create_segment":
-            if not disk.exists(path):
+        elif kind == "flush":
+            _flush_segment(disk, path)
+        elif kind in REBUILDS:
+            if kind == "create_segment" and not disk.exists(path):
                 with disk.open(path, create=True) as f:
                     f.fsync()
-            _write_indexes(disk, path, rebuild, action.index_interval_bytes, verify)
-        elif kind == "rebuild_indexes":
-            _write_indexes(disk, path, rebuild, action.index_interval_bytes, verify)
+            cap = entry.get("max_batch_size", default_cap)
+            _write_indexes(journal, path, rebuild, action.index_interval_bytes, verify, cap)
         else:
             raise JournalError(f"unknown action {kind!r} in {journal.qdir}")
     for d in sorted(touched_dirs):
         if disk.exists(d):
             disk.fsync_dir(d)
+    journal.data["left"] = left_state(journal)
     journal.set_state(DONE)
 
 
+def left_state(journal: Journal) -> dict:
+    """How the repair left every file it touched and the directories holding them, so that `undo`
+    can tell whether anything changed since (a broker started, an operator edited a file)."""
+    disk = journal.disk
+    files = {}
+    for entry in journal.data["actions"]:
+        if entry["action"] != "flush":
+            for rel in [entry["file"], *made_files(entry)]:
+                files[rel] = file_state(disk, journal.t(rel))
+    dirs = {}
+    for rel in files:
+        d = rel.rpartition("/")[0]
+        if d not in dirs:
+            dirs[d] = sorted(disk.list_dir(journal.t(d) if d else journal.target))
+    return {"files": files, "dirs": dirs}
+
+
+def file_state(disk: Disk, path: str) -> list[int] | None:
+    """`[size, CRC-32C]` of a file, `[size]` for a `.log` (appends and truncations change its size;
+    reading gigabytes back is not worth it), None when it does not exist."""
+    if not disk.exists(path):
+        return None
+    size = disk.size(path)
+    if path.endswith(LOG_SUFFIX):
+        return [size]
+    crc = 0
+    buf = bytearray(min(COPY_CHUNK, max(size, 1)))
+    with disk.open(path) as f:
+        position = 0
+        while position < size:
+            n = f.read_into(position, buf)
+            if n <= 0:
+                break
+            crc = crc32c(memoryview(buf)[:n], crc)
+            position += n
+    return [size, crc]
+
+
+def _flush_segment(disk: Disk, log_path: str) -> None:
+    """Kafka's `LogSegment.flush`: the `.log` and its indexes fsynced, so that the recovery point
+    may move past them (their directory is fsynced with the other touched ones at the end).
+    Replayed after a crash, a file already gone is skipped."""
+    stem = log_path[: -len(LOG_SUFFIX)]
+    for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
+        if disk.exists(stem + suffix):
+            with disk.open(stem + suffix) as f:
+                f.fsync()
+
+
 def _write_indexes(
-    disk: Disk, log_path: str, rebuild: IndexRebuilder, interval: int | None, verify: bool
+    journal: Journal,
+    log_path: str,
+    rebuild: IndexRebuilder,
+    interval: int | None,
+    verify: bool,
+    max_batch_size: int,
 ) -> None:
     interval = 4096 if interval is None else interval
-    for index_path, content in rebuild(disk, log_path, interval, verify):
-        disk.write_file_atomic(index_path, content)
+    try:
+        written = rebuild(journal.disk, log_path, interval, verify, max_batch_size)
+    except IndexFileError as exc:
+        # The plan decides which bytes remain and that their indexes can be built; reaching
+        # this is a planning bug, said in one line rather than a trace.
+        raise JournalError(
+            f"{log_path}: its indexes cannot be rebuilt ({exc}), which the plan did not "
+            f"foresee; the repair in {journal.qdir} is left unfinished (please report this)"
+        ) from None
+    for index_path, content in written:
+        journal.disk.write_file_atomic(index_path, content)
 
 
 def _split(journal: Journal, split: Action, path: str) -> None:
@@ -362,19 +489,19 @@ def _move(disk: Disk, src: str, dst: str) -> None:
 
 
 def pending(disk: Disk, quarantine_root: str, target: str) -> list[Journal]:
-    """Unfinished runs for `target` under `quarantine_root`, oldest first."""
+    """Unfinished runs (and undos) for `target` under `quarantine_root`, oldest first."""
     if not disk.is_dir(quarantine_root):
         return []
     found = []
     for name in disk.list_dir(quarantine_root):
         qdir = join(quarantine_root, name)
-        if not disk.exists(join(qdir, MANIFEST)):
+        if name.endswith(DISCARDED) or not disk.exists(join(qdir, MANIFEST)):
             continue
         try:
             journal = Journal.load(disk, qdir)
         except JournalError:
             continue
-        if journal.target == target and journal.state in (SAVING, APPLYING):
+        if journal.target == target and journal.state in (SAVING, APPLYING, UNDOING):
             found.append(journal)
     return found
 
@@ -389,17 +516,35 @@ def finish(journal: Journal, rebuild: IndexRebuilder) -> str:
 
 
 def _discard(journal: Journal) -> None:
-    """Removes a quarantine whose run never touched the log dir (crash while saving)."""
+    """Removes a quarantine whose run never touched the log dir (crash while saving).
+
+    It is renamed to `<dir>.discarded` first: a crash during the removal leaves a directory that
+    no run takes for a pending one and the next run removes (`remove_discarded`), never a run
+    dir without its manifest."""
     disk = journal.disk
-    _remove_tree(disk, journal.qdir)
-    disk.fsync_dir(parent_of(journal.qdir))
+    gone = journal.qdir + DISCARDED
+    disk.rename(journal.qdir, gone)
+    disk.fsync_dir(parent_of(gone))
+    _remove(disk, gone)
+    disk.fsync_dir(parent_of(gone))
 
 
-def _remove_tree(disk: Disk, path: str) -> None:
+def remove_discarded(disk: Disk, quarantine_root: str) -> None:
+    """Finishes removing the rolled-back runs a crash left under `quarantine_root`."""
+    if not disk.is_dir(quarantine_root):
+        return
+    for name in disk.list_dir(quarantine_root):
+        if name.endswith(DISCARDED):
+            _remove(disk, join(quarantine_root, name))
+            disk.fsync_dir(quarantine_root)
+
+
+def _remove(disk: Disk, path: str) -> None:
+    """Removes a file, or a directory tree bottom up, each directory emptied durably first."""
+    if not disk.is_dir(path) or disk.is_symlink(path):
+        disk.unlink(path)
+        return
     for name in disk.list_dir(path):
-        p = join(path, name)
-        if disk.is_dir(p) and not disk.is_symlink(p):
-            _remove_tree(disk, p)
-        else:
-            disk.unlink(p)
+        _remove(disk, join(path, name))
+    disk.fsync_dir(path)
     disk.remove_dir(path)

@@ -16,6 +16,9 @@ class Finding:
     detail: str = ""
     partition: str | None = None
     """For a checkpoint entry out of bounds: the partition dir it concerns (not in the JSON)."""
+    last_offset: int | None = None
+    """For a finding about a stretch of batches (from `offset`): its last offset (not in the
+    JSON)."""
 
     def to_json(self) -> dict:
         return {

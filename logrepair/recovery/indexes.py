@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..format.batch import RecordBatch
-from ..format.errors import Defect, FormatError
+from ..format.errors import Defect
 from ..format.walker import CRC_VALID_KINDS
 from ..storage import layout
 from ..storage.disk import Disk
@@ -25,21 +25,29 @@ from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 
 
 @dataclass(frozen=True, slots=True)
-class _Header:
+class BatchHeader:
+    """What Kafka's recovery reads of a batch to index it, from the header alone."""
+
     size: int
+    base_offset: int
+    """For magic 0/1, the outer message's offset (its inner records are not read)."""
     last_offset: int
     max_timestamp: int
+    """-1 (NO_TIMESTAMP) for magic 0."""
 
 
 def index_batches(
-    disk: Disk, log_path: str, max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE
-) -> Iterator[_Header | RecordBatch]:
-    """The batches Kafka's recovery would index, in file order, up to the first invalid frame."""
-    for item in LogScan(disk, log_path, check_offsets=False, max_batch_size=max_batch_size):
+    disk: Disk, log_path: str, max_batch_size: int | None, start: int = 0
+) -> Iterator[BatchHeader | RecordBatch]:
+    """The batches Kafka's recovery would index, in file order from `start`, up to the first
+    invalid frame. `max_batch_size` is the scan's cap (`Settings.max_batch_size`): the rebuild
+    must see the batches the plan's scan saw, so there is no default."""
+    scan = LogScan(disk, log_path, check_offsets=False, start=start, max_batch_size=max_batch_size)
+    for item in scan:
         if isinstance(item, Defect):
             if item.kind not in CRC_VALID_KINDS:
                 return
-            yield _header_at(disk, log_path, item.position)
+            yield batch_header(disk, log_path, item.position)
         else:
             yield item
 
@@ -48,7 +56,9 @@ _V2_HEADER = struct.Struct(">qiibIhiqq")  # base offset .. max timestamp
 _WINDOW = 8 << 20
 
 
-def header_batches(disk: Disk, log_path: str) -> Iterator[_Header | RecordBatch]:
+def header_batches(
+    disk: Disk, log_path: str, max_batch_size: int | None
+) -> Iterator[BatchHeader | RecordBatch]:
     """Like `index_batches` for a log known to be valid: v2 headers only, no CRC.
 
     Stops at the first frame that is not a whole v2 batch; legacy data takes the checked path."""
@@ -66,43 +76,31 @@ def header_batches(disk: Disk, log_path: str) -> Iterator[_Header | RecordBatch]
                 base, length, _, magic, _, _, delta, _, max_ts = unpack(buf, pos)
                 if magic != 2:
                     if magic in (0, 1):
-                        yield from _checked_from(disk, log_path, position + pos)
+                        yield from index_batches(disk, log_path, max_batch_size, position + pos)
                     return
                 if length < 49 or position + pos + 12 + length > size:
                     return
-                yield _Header(12 + length, base + delta, max_ts)
+                yield BatchHeader(12 + length, base, base + delta, max_ts)
                 pos += 12 + length
             if pos == 0:
                 return  # fewer than a header's bytes left
             position += pos
 
 
-def _checked_from(disk: Disk, log_path: str, start: int) -> Iterator[_Header | RecordBatch]:
-    for item in LogScan(disk, log_path, check_offsets=False, start=start):
-        if isinstance(item, Defect):
-            if item.kind not in CRC_VALID_KINDS:
-                return
-            yield _header_at(disk, log_path, item.position)
-        else:
-            yield item
-
-
-def _header_at(disk: Disk, log_path: str, position: int) -> _Header:
+def batch_header(disk: Disk, log_path: str, position: int) -> BatchHeader:
+    """The header of the whole batch at `position`, read as Kafka's `FileChannelRecordBatch` reads
+    it: for a batch whose CRC holds but whose records do not (Kafka keeps it, spec fmt §2.9), the
+    header is all recovery looks at. The caller knows a whole batch of magic 0, 1 or 2 is there."""
     with disk.open(log_path) as f:
-        head = f.read_at(position, 17)
-        size = int.from_bytes(head[8:12], "big", signed=True) + 12
-        raw = f.read_at(position, size)
-    try:
-        if head[16] >= 2:
-            batch = RecordBatch.parse(raw)
-        else:
-            from ..format.legacy import LegacyBatch  # magic 0/1 only: most logs never need it
-
-            batch = LegacyBatch.parse(raw, 0)
-        ts = batch.max_timestamp
-        return _Header(size, batch.last_offset, -1 if ts is None else ts)
-    except FormatError:
-        return _Header(size, int.from_bytes(head[0:8], "big", signed=True), -1)
+        head = f.read_at(position, _V2_HEADER.size)
+    base, length, _, magic, _, _, delta, _, max_ts = _V2_HEADER.unpack_from(
+        head.ljust(_V2_HEADER.size, b"\0")
+    )
+    if magic >= 2:
+        return BatchHeader(12 + length, base, base + delta, max_ts)
+    # magic 0/1: offset, size, crc, magic, attributes, then (magic 1) the timestamp
+    ts = int.from_bytes(head[18:26], "big", signed=True) if magic == 1 else -1
+    return BatchHeader(12 + length, base, base, ts)
 
 
 UNBOUNDED_INDEX = 2**62
@@ -110,7 +108,7 @@ UNBOUNDED_INDEX = 2**62
 (the plan says Kafka's recovery would fail on it) rather than cut short."""
 
 
-def _points(batches: Iterator[_Header | RecordBatch]) -> Iterator[IndexPoint]:
+def _points(batches: Iterator[BatchHeader | RecordBatch]) -> Iterator[IndexPoint]:
     position = 0
     for b in batches:
         yield position, b.last_offset, b.max_timestamp
@@ -124,13 +122,17 @@ def rebuild(
     verify_crc: bool = True,
     max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
 ) -> list[tuple[str, bytes]]:
-    """[(offset index path, bytes), (time index path, bytes)] for the `.log` at `log_path`."""
+    """[(offset index path, bytes), (time index path, bytes)] for the `.log` at `log_path`.
+
+    `verify_crc` False for a log the plan's scan validated: headers are read, not CRCs. A plan's
+    rebuild passes the `max_batch_size` of the scan it came from (apply takes it from the
+    journal)."""
     name = log_path.rpartition("/")[2]
     base = layout.offset_from_file_name(name)
     batches = (
         index_batches(disk, log_path, max_batch_size)
         if verify_crc
-        else header_batches(disk, log_path)
+        else header_batches(disk, log_path, max_batch_size)
     )
     offset_bytes, time_bytes = recovery_index_bytes(
         _points(batches), base, index_interval_bytes, UNBOUNDED_INDEX

@@ -17,6 +17,8 @@ Actions:
   recovery builds them (spec fmt §6.4(a)).
 - `write_file`: replace a small file (checkpoint, transaction index) with `content`.
 - `create_segment`: an empty `.log` where Kafka starts a new segment (log start beyond the end).
+- `flush`: fsync a segment's `.log` and indexes (Kafka's `flush`, spec rec §3.2), so that the
+  recovery point can be checkpointed past it (modes/flush.py).
 """
 
 from __future__ import annotations
@@ -96,6 +98,7 @@ class Action:
             "rebuild_indexes": f"rebuild offset and time index of {self.file}",
             "write_file": f"rewrite {self.file}",
             "create_segment": f"create empty segment {self.file}",
+            "flush": f"fsync {self.file} and its indexes",
         }[self.action]
         loss = ""
         if self.removed_bytes:

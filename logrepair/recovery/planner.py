@@ -6,6 +6,7 @@ from ..storage import layout
 from .modes import kafka, point_in_time, salvage
 from .modes.checkpoints import plan_checkpoints
 from .modes.finish import finish_partition
+from .modes.flush import plan_flush
 from .modes.leftovers import start_partition
 from .modes.resolution import left_json, unresolved
 from .plan import Action, Plan
@@ -46,8 +47,17 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
         plan.notes.append("a partition dir on its own: recovered whole (recovery point 0)")
     partition_plans = []
     ends = {}
+    flushed = {}
+    # a recovery point can be checkpointed only in a well-formed recovery-point file
+    can_checkpoint = (
+        scan.is_log_dir
+        and ck.recovery_points is not None
+        and layout.RECOVERY_POINT_CHECKPOINT not in ck.malformed
+    )
     for p in scan.partitions:
+        first_action = len(plan.actions)
         pp = start_partition(p, plan)
+        rp = p.recovery_point if p.recovery_point is not None else 0
         if mode == "kafka":
             if p.dir_kind == "delete":
                 plan.notes.append(
@@ -55,13 +65,16 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
                 )
                 epochs_from = None
             else:
-                rp = p.recovery_point if p.recovery_point is not None else 0
                 epochs_from = kafka.plan_partition(pp, rp)
         elif mode == "point-in-time":
             epochs_from = point_in_time.plan_partition(pp)
         else:
             epochs_from = salvage.plan_partition(pp)
         finish_partition(pp, epochs_from=epochs_from, mode=mode)
+        changed = len(plan.actions) > first_action
+        new_rp = plan_flush(pp, rp, changed and can_checkpoint)
+        if new_rp is not None:
+            flushed[p.tp] = new_rp
         first_base = pp.segs[0].base if pp.segs else 0
         # Where kafka mode leaves offsets going back, Kafka's log end (after the last batch) and
         # verify's (after the last batch in order) differ: checkpoints are held to the lower one,
@@ -69,7 +82,7 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
         end = min(pp.log_end_offset, pp.verified_end_offset)
         ends[p.tp] = (max(p.log_start_checkpoint or 0, first_base), end)
         partition_plans.append(pp)
-    plan_checkpoints(scan, plan, ends)
+    plan_checkpoints(scan, plan, ends, flushed)
     plan.left = left_json(unresolved(scan, plan, partition_plans), mode)
     return plan
 

@@ -96,6 +96,7 @@ def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
                     disk,
                     log,
                     p.settings.index_interval_bytes,
+                    verify_crc=True,
                     max_batch_size=p.settings.max_batch_size,
                 )
             )

@@ -1,4 +1,5 @@
-"""A whole repair run: lock, finish interrupted runs, scan, plan, quarantine, apply.
+"""A whole repair run: lock, finish interrupted runs, scan, plan, quarantine, apply. `repair` and
+`rebuild-index` are both such runs, with different plans.
 
 The quarantine lives beside the log dir, never inside it (Kafka would take a directory there for a
 partition and refuse to start): `<log dir>.logrepair-quarantine/<UTC time>-<mode>/`. With
@@ -8,6 +9,7 @@ partition and refuse to start): `<log dir>.logrepair-quarantine/<UTC time>-<mode
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..storage import layout
@@ -15,6 +17,7 @@ from ..storage.disk import Disk, DiskLock, join, parent_of
 from . import apply, indexes
 from .plan import Plan
 from .planner import make_plan
+from .rebuild import plan_rebuild
 from .scan import ROOT_MARKERS, LogDirScan, Progress, classify, scan_path
 from .settings import Settings
 
@@ -86,6 +89,65 @@ def repair(
     quarantine_root: str | None = None,
     progress: Progress | None = None,
 ) -> RepairResult:
+    """Scan, plan in `mode`, quarantine and apply (after finishing interrupted runs)."""
+    return _run(
+        disk,
+        path,
+        settings,
+        mode,
+        lambda scan: make_plan(scan, mode),
+        validated=True,
+        dry_run=dry_run,
+        quarantine_root=quarantine_root,
+        progress=progress,
+    )
+
+
+def rebuild_indexes(
+    disk: Disk,
+    path: str,
+    settings: Settings,
+    *,
+    dry_run: bool = False,
+    quarantine_root: str | None = None,
+    progress: Progress | None = None,
+) -> RepairResult:
+    """`rebuild-index`: every index that disagrees with its log rewritten, as a journaled run.
+
+    The plan is not a repair's (nothing in a `.log` was validated), so the rebuild checks CRCs."""
+    return _run(
+        disk,
+        path,
+        settings,
+        "rebuild-index",
+        lambda scan: plan_rebuild(disk, scan),
+        validated=False,
+        dry_run=dry_run,
+        quarantine_root=quarantine_root,
+        progress=progress,
+    )
+
+
+def batch_caps(scan: LogDirScan) -> dict[str, int]:
+    """The batch-size cap each partition was scanned with, by its dir relative to the root: the
+    journal records it, so that a replay rebuilds indexes over the batches the plan saw."""
+    return {p.rel: p.settings.max_batch_size for p in scan.partitions}
+
+
+def _run(
+    disk: Disk,
+    path: str,
+    settings: Settings,
+    name: str,
+    make: Callable[[LogDirScan], Plan],
+    *,
+    validated: bool,
+    dry_run: bool,
+    quarantine_root: str | None,
+    progress: Progress | None,
+) -> RepairResult:
+    """The run every plan goes through: lock, finish interrupted runs, scan, plan, quarantine,
+    apply. `name` labels the run's quarantine directory."""
     path = path.rstrip("/") or "/"
     is_log_dir = classify(disk, path)
     owner = log_dir_of(disk, path, is_log_dir)
@@ -95,15 +157,22 @@ def repair(
             raise RepairRefused(
                 f"quarantine {root} is inside {protected}; Kafka would take it for a partition"
             )
-    lock = _lock(disk, owner or path)
+    lock = lock_log_dir(disk, owner or path)
     try:
         finished: list[str] = []
         pending = apply.pending(disk, root, path)
-        if pending and not dry_run:
+        for journal in pending:
+            if journal.state == apply.UNDOING:
+                raise RepairRefused(
+                    f"the undo of {journal.qdir} was interrupted: run `logrepair undo "
+                    f"{journal.qdir}` to finish it first"
+                )
+        if not dry_run:
+            apply.remove_discarded(disk, root)
             for journal in pending:
                 finished.append(apply.finish(journal, indexes.rebuild))
         scan = scan_path(disk, path, settings, progress)
-        plan = make_plan(scan, mode)
+        plan = make(scan)
         for journal in pending if dry_run else []:
             plan.notes.append(
                 f"an interrupted repair in {journal.qdir} ({journal.state}) will be "
@@ -113,14 +182,16 @@ def repair(
         result = RepairResult(plan, scan, finished=finished)
         if dry_run or not plan.actions:
             return result
-        qdir = _new_run_dir(disk, root, mode)
+        qdir = _new_run_dir(disk, root, name)
         summary = {
             "removed_bytes": plan.removed_bytes,
             "removed_offsets": [list(r) for r in plan.removed_offsets],
             "gaps": [list(g) for g in plan.gaps],
             "notes": plan.notes,
         }
-        journal = apply.start(disk, plan, qdir, summary)
+        journal = apply.start(
+            disk, plan, qdir, summary, max_batch_sizes=batch_caps(scan), validated=validated
+        )
         apply.run(journal, indexes.rebuild)
         result.applied = True
         result.quarantine = qdir
@@ -130,7 +201,7 @@ def repair(
             lock.release()
 
 
-def _lock(disk: Disk, log_dir: str) -> DiskLock | None:
+def lock_log_dir(disk: Disk, log_dir: str) -> DiskLock | None:
     """Kafka's `.lock`, held for the whole run. Only an existing file is locked: a broker always
     has one, and creating it would leave a file the repair did not account for."""
     lock_path = join(log_dir, layout.LOCK_FILE)

@@ -81,6 +81,8 @@ class PartitionScan:
     log_start_checkpoint: int | None = None
     high_watermark: int | None = None
     settings: Settings | None = None
+    disk: Disk | None = field(default=None, repr=False, compare=False)
+    """The Disk it was read through: kafka mode replays producer state from it."""
 
     def file(self, name: str) -> str:
         """`name` in this partition dir, relative to PATH."""
@@ -358,7 +360,7 @@ def _scan_partition(
         )
     except layout.LayoutError:
         topic, partition, dir_kind = name, -1, "unknown"
-    p = PartitionScan(path, rel, topic, partition, dir_kind)
+    p = PartitionScan(path, rel, topic, partition, dir_kind, disk=disk)
     p.settings = settings.for_topic(topic)
     if checkpoints is not None:
         tp = p.tp
@@ -437,6 +439,7 @@ def _scan_partition(
             )
 
     previous_last: int | None = None
+    max_epoch = -1
     bases = sorted(logs)
     for n, base in enumerate(bases):
         fname = logs[base]
@@ -455,7 +458,9 @@ def _scan_partition(
             message_max_bytes=p.settings.message_max_bytes,
             max_batch_size=p.settings.max_batch_size,
             next_base=bases[n + 1] if n + 1 < len(bases) else None,
+            previous_max_epoch=max_epoch,
         )
+        max_epoch = seg.max_epoch
         if progress is not None:
             progress(seg.size)
         for k, suffix in ((0, layout.INDEX_SUFFIX), (1, layout.TIME_INDEX_SUFFIX)):

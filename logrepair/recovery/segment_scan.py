@@ -18,8 +18,9 @@ from __future__ import annotations
 import struct
 from array import array
 from dataclasses import dataclass, field
+from typing import Self
 
-from ..format.batch import RecordBatch
+from ..format.batch import CONTROL_MASK, TRANSACTIONAL_MASK, RecordBatch
 from ..format.errors import Defect
 from ..format.walker import CRC_VALID_KINDS
 from ..storage.abstract_index import IndexOffsetOverflowError, InvalidOffsetError
@@ -27,7 +28,7 @@ from ..storage.disk import Disk
 from ..storage.index_builder import recovery_index_bytes
 from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 from .findings import Finding
-from .indexes import UNBOUNDED_INDEX
+from .indexes import UNBOUNDED_INDEX, batch_header
 
 INT_MAX = 2**31 - 1
 # Index files larger than this (or than segment.index.bytes, when that is larger) are reported,
@@ -36,8 +37,9 @@ MAX_INDEX_LOAD = 64 * 1024 * 1024
 
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
-_TXN_ENTRY = struct.Struct(">hqqqq")
+TXN_ENTRY = struct.Struct(">hqqqq")
 TXN_ENTRY_SIZE = 34
+_TXN_MARKER = TRANSACTIONAL_MASK | CONTROL_MASK
 
 
 @dataclass(slots=True)
@@ -82,18 +84,24 @@ class SegmentScan:
     """`TransactionIndex.sanityCheck` fails: Kafka rebuilds the segment at load."""
     txn_entries: list[tuple[int, int, int, int]] = field(default_factory=list)
     """The `.txnindex` entries (producer id, first offset, last offset, last stable offset)."""
+    has_txn_markers: bool = False
+    """A transaction's COMMIT or ABORT marker is among the batches Kafka's recovery reads."""
     max_timestamp: int = -1
     misnamed: bool = False
     unordered: bool = False
     """Batch offsets go back somewhere in the segment (an `offset_regression`/`offset_overlap`)."""
+    kafka_piece_invalid: int | None = None
+    """After Kafka's overflow split, the base offset of the first piece whose recovery throws
+    InvalidOffsetException (offsets going back at an index entry of the piece)."""
     kafka_split_fails: bool = False
     """An offset outside the relative range that Kafka cannot split away (`hasOverflow()` is
     false, or the pieces would not be in offset order): Kafka's startup fails on it."""
-    epoch_regression: bool = False
+    max_epoch: int = -1
+    """The highest leader epoch of the partition's valid batches up to the end of this segment
+    (stale tails left out): where the next segment's epoch regressions are measured from."""
     stale_from: int | None = None
     """Where the batches at or past the next segment's base offset start (a truncation that was
     never made durable): the strict modes cut here and keep the later segments."""
-    too_large: bool = False
     kafka_indexes: tuple[bytes, bytes] | None = None
     """The `.index` and `.timeindex` Kafka's recovery writes for its valid prefix, when the
     segment's own indexes will be replaced (from the batches of the same pass, through
@@ -140,14 +148,16 @@ def scan_segment(
     message_max_bytes: int | None = None,
     max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
     next_base: int | None = None,
+    previous_max_epoch: int = -1,
 ) -> SegmentScan:
     """Scans `path` (a `.log`, or a `.log.swap`), named `name` in findings.
 
     `previous_last_offset` is the last valid offset of the segments before this one: batches at or
     below it are overlaps. `next_base` is the next segment's base offset: a segment named N was
     created when the log ended at N, so batches here at or past N are the tail of a truncation that
-    was never made durable (`offset_overlap`, from `stale_from` on). `index_paths` are the offset, time and transaction index (None when the
-    file does not exist)."""
+    was never made durable (`offset_overlap`, from `stale_from` on). `index_paths` are the offset,
+    time and transaction index (None when the file does not exist). `previous_max_epoch` is the
+    highest leader epoch of the valid batches before this segment (`SegmentScan.max_epoch`)."""
     size = disk.size(path)
     seg = SegmentScan(base_offset, name, size)
     offset_check = _OffsetIndexCheck.load(disk, index_paths[0], base_offset, seg, name)
@@ -161,15 +171,18 @@ def scan_segment(
     kafka_bytes = 0
     last_index_pos = 0
     last_index_offset: int | None = None
-    strict_max_epoch = -1
+    strict_max_epoch = -1  # within this segment: where the leader epoch rises
+    max_epoch = previous_max_epoch  # over the partition: where it regresses
     piece_base = base_offset
     strict_base = base_offset
     # (position, last offset, max timestamp) of each batch Kafka's recovery keeps, for its index
-    # rebuild: 24 bytes a batch, dropped where the indexes cannot be computed from them
-    kafka_points: array | None = array("q")  # position, last offset, max timestamp, ...
+    # rebuild: 24 bytes a batch
+    kafka_points = array("q")  # position, last offset, max timestamp, ...
     add_point = kafka_points.extend
     runs = seg.runs
     findings = seg.findings
+    regressions = _Stretches("batch_epoch_regression", name, seg.index_findings)
+    too_large = _Stretches("batch_too_large", name, seg.index_findings)
     stale_at: int | None = None  # the first valid batch at or past `next_base`
     stale_last: int | None = None
     stale_first = 0
@@ -188,29 +201,41 @@ def scan_segment(
             findings.append(
                 Finding(item.kind, name, item.position, item.length, item.offset, item.detail)
             )
-            if kafka_on:
-                if item.kind in CRC_VALID_KINDS:
-                    # A batch whose CRC holds: Kafka's recovery keeps it (spec fmt §2.9).
-                    kafka_bytes += item.length
-                    kafka_points = None  # rebuilt from the file instead
-                else:
-                    kafka_on = False
-            continue
-        position = item.position
-        first = item.base_offset
-        if cls is RecordBatch:  # plain attributes: the per-batch cost is most of a scan's CPU
-            batch_size = len(item.raw)
-            last_off = first + item.last_offset_delta
+            if not kafka_on:
+                continue
+            if item.kind not in CRC_VALID_KINDS:
+                kafka_on = False
+                continue
+            # A batch whose CRC holds: Kafka's recovery keeps it (spec fmt §2.9) and goes through
+            # the same steps as for any batch, reading only its header.
+            header = batch_header(disk, path, item.position)
+            position = item.position
+            first = header.base_offset
+            batch_size = item.length
+            last_off = header.last_offset
+            ts = header.max_timestamp
+            strict = False
         else:
-            batch_size = item.size
-            last_off = item.last_offset
+            position = item.position
+            first = item.base_offset
+            if cls is RecordBatch:  # plain attributes: the per-batch cost is most of a scan's CPU
+                batch_size = len(item.raw)
+                last_off = first + item.last_offset_delta
+                if item.attributes & _TXN_MARKER == _TXN_MARKER and kafka_on:
+                    seg.has_txn_markers = True
+            else:
+                batch_size = item.size
+                last_off = item.last_offset
+            ts = item.max_timestamp
+            strict = True
         if kafka_on:
             if not 0 <= last_off - piece_base <= INT_MAX:
                 if not seg.kafka_pieces:
                     seg.kafka_pieces.append(Piece(0, base_offset))
                 piece_base = first
                 seg.kafka_pieces.append(Piece(position, first))
-            if kafka_bytes - last_index_pos > index_interval_bytes:
+            if kafka_bytes - last_index_pos > index_interval_bytes and not seg.kafka_pieces:
+                # (once Kafka must split, each piece is indexed on its own: `_piece_index_fails`)
                 if last_index_offset is not None and last_off <= last_index_offset:
                     seg.kafka_invalid_offset = True
                     kafka_on = False
@@ -218,16 +243,17 @@ def scan_segment(
                     last_index_offset = last_off
                     last_index_pos = kafka_bytes
             if kafka_on:
-                if kafka_points is not None:
-                    ts = item.max_timestamp
-                    add_point((kafka_bytes, last_off, -1 if ts is None else ts))
+                add_point((kafka_bytes, last_off, -1 if ts is None else ts))
                 kafka_bytes += batch_size
                 kafka_last = last_off
         # Index entries are visited only at the batches they name: most batches skip both calls.
+        # (A flagged batch whose CRC holds is one Kafka's recovery indexes.)
         if position >= oc_next:
             oc_next = offset_check.batch(position, first, last_off)
         if last_off >= tc_next:
             tc_next = time_check.batch(last_off)
+        if not strict:
+            continue
         # strict reading
         if first < 0 or last_off < first:
             # The offset fields lie outside the CRC: a flipped bit there leaves the CRC valid.
@@ -296,19 +322,17 @@ def scan_segment(
             )
             strict_base = first
             run = None
-        if message_max_bytes is not None and batch_size > message_max_bytes and not seg.too_large:
-            seg.too_large = True
-            seg.index_findings.append(
-                Finding(
-                    "batch_too_large",
-                    name,
-                    position,
-                    batch_size,
-                    first,
-                    f"batch of {batch_size} bytes is larger than message.max.bytes "
-                    f"{message_max_bytes}",
-                )
+        if message_max_bytes is not None and batch_size > message_max_bytes:
+            too_large.flag(
+                position,
+                batch_size,
+                first,
+                last_off,
+                f"larger than message.max.bytes {message_max_bytes} (the first: {batch_size} "
+                "bytes)",
             )
+        elif too_large.open is not None:  # (tested here: no call for the usual batch)
+            too_large.end()
         if run is None:
             run = Run(position, position + batch_size, first, last_off)
             runs.append(run)
@@ -318,34 +342,46 @@ def scan_segment(
         if stale_at is None and next_base is not None and last_off >= next_base:
             stale_at, stale_last, stale_first = position, last, first
         last = last_off
-        max_ts = item.max_timestamp
-        if max_ts is not None and max_ts > seg.max_timestamp:
-            seg.max_timestamp = max_ts
+        if ts is not None and ts > seg.max_timestamp:
+            seg.max_timestamp = ts
         epoch = item.partition_leader_epoch
         if epoch is not None and epoch >= 0:
             if epoch > strict_max_epoch:
                 strict_max_epoch = epoch
                 seg.strict_epochs.append((epoch, first, position))
-            elif epoch < strict_max_epoch and not seg.epoch_regression:
-                seg.epoch_regression = True
-                seg.index_findings.append(
-                    Finding(
-                        "batch_epoch_regression",
-                        name,
-                        position,
-                        batch_size,
-                        first,
-                        f"batch at offset {first} has leader epoch {epoch}, below the epoch "
-                        f"{strict_max_epoch} of an earlier batch (Kafka never checks this)",
-                    )
-                )
+        # Regressions are measured over the whole partition, so a repair that keeps a
+        # subsequence of the batches (salvage's splits) can only lose such findings, never make
+        # new ones. A stale tail (cut by the strict modes) sets no epoch to regress from.
+        if stale_at is not None:
+            continue
+        if epoch is not None and epoch >= 0 and epoch < max_epoch:
+            regressions.flag(
+                position,
+                batch_size,
+                first,
+                last_off,
+                f"below the leader epoch {max_epoch} of an earlier batch (the first: epoch "
+                f"{epoch}; Kafka never checks this)",
+            )
+            continue
+        if epoch is not None and epoch > max_epoch:
+            max_epoch = epoch
+        if regressions.open is not None:
+            regressions.end()
 
+    seg.max_epoch = max_epoch
+    regressions.end()
+    too_large.end()
     if stale_at is not None:
         _cut_stale_tail(seg, stale_at, stale_last, stale_first, next_base)
     seg.kafka_last_offset = kafka_last
     if seg.kafka_pieces and not _kafka_can_split(seg.kafka_pieces, kafka_last, base_offset):
         seg.kafka_pieces = []
         seg.kafka_split_fails = True
+    if seg.kafka_pieces:
+        seg.kafka_piece_invalid = _piece_index_fails(
+            seg.kafka_pieces, kafka_points, kafka_bytes, index_interval_bytes
+        )
     if offset_check is not None:
         offset_check.finish()
     if time_check is not None:
@@ -357,12 +393,8 @@ def scan_segment(
     # where offsets go back, the rebuild itself may fail as Kafka's does
     rewrite = bool(seg.index_findings) or kafka_bytes < size or not seg.has_index
     rewrite = rewrite or not seg.has_time_index
-    if (
-        kafka_points is not None
-        and (rewrite or seg.unordered)
-        and not seg.kafka_pieces
-        and not seg.kafka_invalid_offset
-    ):
+    suspect = rewrite or seg.unordered or bool(seg.findings)  # offsets may go back somewhere
+    if suspect and not seg.kafka_pieces and not seg.kafka_invalid_offset:
         try:
             kafka_index = recovery_index_bytes(
                 zip(kafka_points[0::3], kafka_points[1::3], kafka_points[2::3], strict=True),
@@ -383,6 +415,45 @@ def scan_segment(
     if seg.kafka_invalid_offset:
         seg.kafka_last_offset = None
     return seg
+
+
+class _Stretches:
+    """The findings of one reported-only kind, one per stretch of flagged batches.
+
+    A stretch ends at the next valid batch that is not flagged, so the flagged batches are exactly
+    the valid ones in the stretches' offset ranges, and the report stays bounded however many
+    batches a bit flip in one epoch field makes regress."""
+
+    __slots__ = ("kind", "name", "findings", "open", "count", "why")
+
+    def __init__(self, kind: str, name: str, findings: list[Finding]) -> None:
+        self.kind = kind
+        self.name = name
+        self.findings = findings
+        self.open: Finding | None = None
+        self.count = 0
+        self.why = ""
+
+    def flag(self, position: int, size: int, first: int, last: int, why: str) -> None:
+        """Adds a flagged batch; `why` is said of the stretch's first one."""
+        f = self.open
+        if f is None:
+            f = Finding(self.kind, self.name, position, size, first, "", last_offset=last)
+            self.findings.append(f)
+            self.open = f
+            self.count = 0
+            self.why = why
+        self.count += 1
+        f.length = position + size - f.position
+        f.last_offset = last
+
+    def end(self) -> None:
+        """The next valid batch is not flagged (or the segment ends): the stretch is complete."""
+        f = self.open
+        if f is not None:
+            what = "batch" if self.count == 1 else f"{self.count} batches"
+            f.detail = f"{what} at offsets {f.offset}..{f.last_offset}: {self.why}"
+            self.open = None
 
 
 def _cut_stale_tail(
@@ -415,6 +486,23 @@ def _cut_stale_tail(
     seg.findings.sort(key=lambda f: f.position or 0)
 
 
+def _piece_index_fails(pieces: list[Piece], points: array, end: int, interval: int) -> int | None:
+    """Kafka recovers each piece of a split again (spec rec §6.7 step 3), with index points of its
+    own: the base offset of the first piece whose index rebuild throws, if any."""
+    bounds = [pc.position for pc in pieces[1:]] + [end]
+    k, n = 0, len(points)
+    for pc, stop in zip(pieces, bounds, strict=True):
+        own = []
+        while k < n and points[k] < stop:
+            own.append((points[k] - pc.position, points[k + 1], points[k + 2]))
+            k += 3
+        try:
+            recovery_index_bytes(own, pc.base_offset, interval, UNBOUNDED_INDEX)
+        except (InvalidOffsetError, IndexOffsetOverflowError):
+            return pc.base_offset
+    return None
+
+
 def _kafka_can_split(pieces: list[Piece], last_offset: int | None, base_offset: int) -> bool:
     """`LogSegment.hasOverflow()` (the last offset is out of range), and pieces in offset order."""
     if last_offset is None or last_offset - base_offset <= INT_MAX:
@@ -423,42 +511,55 @@ def _kafka_can_split(pieces: list[Piece], last_offset: int | None, base_offset: 
     return all(a < b for a, b in zip(bases, bases[1:], strict=False))
 
 
-class _OffsetIndexCheck:
-    """Checks `.index` entries against the batches as they pass (spec fmt §6.7)."""
+class _IndexCheck:
+    """What the offset and time index checks share: the entries, the first problem found, and the
+    finding it becomes."""
 
-    def __init__(self, raw: bytes, base: int, seg: SegmentScan, name: str, file: str) -> None:
+    KIND = ""
+    SUFFIX = ""
+    LABEL = ""
+    ENTRY = 1
+
+    def __init__(self, raw: bytes, base: int, seg: SegmentScan, file: str) -> None:
         self.raw = raw
-        self.n = len(raw) // 8
+        self.n = len(raw) // self.ENTRY
         self.i = 0
+        """The next entry to hold against the batches."""
         self.base = base
         self.seg = seg
-        self.name = name
         self.file = file
         self.problem: str | None = None
         self.against_log = False
-        self.prev_offset: int | None = None
 
     @classmethod
     def load(
         cls, disk: Disk, path: str | None, base: int, seg: SegmentScan, name: str
-    ) -> _OffsetIndexCheck | None:
+    ) -> Self | None:
+        """The check of the index at `path` (None: no such file, or too large to load)."""
         if path is None:
             return None
-        file = _index_name(name, ".index")
-        raw = _read_index(disk, path, seg, "offset_index_corrupt", file)
+        file = _index_name(name, cls.SUFFIX)
+        raw = _read_index(disk, path, seg, cls.KIND, file)
         if raw is None:
             return None
         size = len(raw)
-        check = cls(raw, base, seg, name, file)
-        if size % 8:
+        check = cls(raw, base, seg, file)
+        if size % cls.ENTRY:
             check.fail(
-                f"Index file {path} is corrupt, found {size} bytes which is neither positive nor "
-                "a multiple of 8"
+                f"{cls.LABEL} file {path} is corrupt, found {size} bytes which is neither "
+                f"positive nor a multiple of {cls.ENTRY}"
             )
-        zeros = _zero_tail(check.raw[: check.n * 8], 8)
+        zeros = _zero_tail(raw[: check.n * cls.ENTRY], cls.ENTRY)
         if zeros and zeros < check.n:
             check.fail(f"{zeros} zero-filled slots after the last entry (active at a crash)")
+            check.check_entries(check.n - zeros)
+            check.n -= zeros
+        else:
+            check.check_entries(check.n)
         return check
+
+    def check_entries(self, n: int) -> None:
+        """Checks the first `n` entries among themselves, before any batch is read."""
 
     def fail(self, detail: str, against_log: bool = False) -> None:
         """Records the first problem; `against_log` marks one found by holding the entries
@@ -466,6 +567,25 @@ class _OffsetIndexCheck:
         if self.problem is None:
             self.problem = detail
             self.against_log = against_log
+
+    def report(self) -> None:
+        if self.problem is not None and not (self.against_log and self.seg.unordered):
+            self.seg.index_findings.append(
+                Finding(self.KIND, self.file, None, len(self.raw), None, self.problem)
+            )
+
+
+class _OffsetIndexCheck(_IndexCheck):
+    """Checks `.index` entries against the batches as they pass (spec fmt §6.7)."""
+
+    KIND = "offset_index_corrupt"
+    SUFFIX = ".index"
+    LABEL = "Index"
+    ENTRY = 8
+
+    def __init__(self, raw: bytes, base: int, seg: SegmentScan, file: str) -> None:
+        super().__init__(raw, base, seg, file)
+        self.prev_offset: int | None = None
 
     def next_position(self) -> int:
         """Where the next unchecked entry points (the scan calls `batch` only from there on)."""
@@ -509,97 +629,61 @@ class _OffsetIndexCheck:
                 f"{pos}) point past the last valid batch",
                 True,
             )
-        if self.problem is not None and not (self.against_log and self.seg.unordered):
-            self.seg.index_findings.append(
-                Finding("offset_index_corrupt", self.file, None, len(self.raw), None, self.problem)
-            )
+        self.report()
 
 
-class _TimeIndexCheck:
+class _TimeIndexCheck(_IndexCheck):
     """Checks `.timeindex` entries: increasing timestamps, offsets that are batch last offsets."""
 
-    def __init__(self, raw: bytes, base: int, seg: SegmentScan, file: str) -> None:
-        self.raw = raw
-        self.n = len(raw) // 12
-        self.k = 0
-        self.base = base
-        self.seg = seg
-        self.file = file
-        self.problem: str | None = None
-        self.against_log = False
+    KIND = "time_index_corrupt"
+    SUFFIX = ".timeindex"
+    LABEL = "Time index"
+    ENTRY = 12
 
-    @classmethod
-    def load(
-        cls, disk: Disk, path: str | None, base: int, seg: SegmentScan, name: str
-    ) -> _TimeIndexCheck | None:
-        if path is None:
-            return None
-        file = _index_name(name, ".timeindex")
-        raw = _read_index(disk, path, seg, "time_index_corrupt", file)
-        if raw is None:
-            return None
-        size = len(raw)
-        check = cls(raw, base, seg, file)
-        if size % 12:
-            check.fail(
-                f"Time index file {path} is corrupt, found {size} bytes which is neither positive "
-                "nor a multiple of 12"
-            )
-        zeros = _zero_tail(check.raw[: check.n * 12], 12)
-        if zeros and zeros < check.n:
-            check.fail(f"{zeros} zero-filled slots after the last entry (active at a crash)")
+    def check_entries(self, n: int) -> None:
         prev_ts: int | None = None
-        prev_off = base
-        for k in range(check.n - (zeros if zeros < check.n else 0)):
-            ts, rel = _TIME_ENTRY.unpack_from(check.raw, k * 12)
+        prev_off = self.base
+        for k in range(n):
+            ts, rel = _TIME_ENTRY.unpack_from(self.raw, k * 12)
+            offset = self.base + rel
             if rel < 0:
-                check.fail(f"entry {k} has offset {base + rel}, below the base offset {base}")
-                break
+                self.fail(f"entry {k} has offset {offset}, below the base offset {self.base}")
+                return
             if prev_ts is not None and ts <= prev_ts:
-                check.fail(f"entry {k} timestamp {ts} does not increase past {prev_ts}")
-                break
-            if base + rel < prev_off:
-                check.fail(f"entry {k} offset {base + rel} goes back from {prev_off}")
-                break
-            prev_ts, prev_off = ts, base + rel
-        if zeros and zeros < check.n:
-            check.n -= zeros
-        return check
-
-    def fail(self, detail: str, against_log: bool = False) -> None:
-        """Records the first problem; `against_log` marks one found by holding the entries
-        against the batches, which means nothing when the batches' own offsets go back."""
-        if self.problem is None:
-            self.problem = detail
-            self.against_log = against_log
+                self.fail(f"entry {k} timestamp {ts} does not increase past {prev_ts}")
+                return
+            if offset < prev_off:
+                self.fail(f"entry {k} offset {offset} goes back from {prev_off}")
+                return
+            prev_ts, prev_off = ts, offset
 
     def next_offset(self) -> int:
         """The offset the next unchecked entry names (the scan calls `batch` only from there)."""
-        if self.problem is not None or self.k >= self.n:
+        if self.problem is not None or self.i >= self.n:
             return 2**63
-        return self.base + _TIME_ENTRY.unpack_from(self.raw, self.k * 12)[1]
+        return self.base + _TIME_ENTRY.unpack_from(self.raw, self.i * 12)[1]
 
     def batch(self, last: int) -> int:
         """Checks the entries up to this batch's last offset; returns `next_offset()`."""
-        while self.problem is None and self.k < self.n:
-            _, rel = _TIME_ENTRY.unpack_from(self.raw, self.k * 12)
+        while self.problem is None and self.i < self.n:
+            _, rel = _TIME_ENTRY.unpack_from(self.raw, self.i * 12)
             offset = self.base + rel
             if offset > last:
                 break
             if offset < last:
                 self.fail(
-                    f"entry {self.k} points at offset {offset}, which is not a batch's last offset",
+                    f"entry {self.i} points at offset {offset}, which is not a batch's last offset",
                     True,
                 )
                 break
-            self.k += 1
+            self.i += 1
         return self.next_offset()
 
     def finish(self, log_last_offset: int | None) -> None:
-        if self.problem is None and self.k < self.n:
-            _, rel = _TIME_ENTRY.unpack_from(self.raw, self.k * 12)
+        if self.problem is None and self.i < self.n:
+            _, rel = _TIME_ENTRY.unpack_from(self.raw, self.i * 12)
             self.fail(
-                f"entry {self.k} points at offset {self.base + rel}, past the log's last offset "
+                f"entry {self.i} points at offset {self.base + rel}, past the log's last offset "
                 f"{log_last_offset}",
                 True,
             )
@@ -608,10 +692,7 @@ class _TimeIndexCheck:
                 f"empty, but the segment holds timestamps up to {self.seg.max_timestamp} "
                 "(lookups by time miss it)"
             )
-        if self.problem is not None and not (self.against_log and self.seg.unordered):
-            self.seg.index_findings.append(
-                Finding("time_index_corrupt", self.file, None, len(self.raw), None, self.problem)
-            )
+        self.report()
 
 
 def _index_name(log_name: str, suffix: str) -> str:
@@ -635,9 +716,11 @@ def _check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None
         return
     problem = None
     prev_last: int | None = None
-    end = seg.next_offset
+    # past every batch the file holds in either reading: kafka mode keeps batches whose offsets
+    # go back (and their markers), the strict modes cut them and drop their entries
+    end = max(seg.next_offset, seg.kafka_next_offset)
     for k in range(len(raw) // TXN_ENTRY_SIZE):
-        version, pid, first, last, lso = _TXN_ENTRY.unpack_from(raw, k * TXN_ENTRY_SIZE)
+        version, pid, first, last, lso = TXN_ENTRY.unpack_from(raw, k * TXN_ENTRY_SIZE)
         seg.txn_entries.append((pid, first, last, lso))
         if problem is not None:
             continue

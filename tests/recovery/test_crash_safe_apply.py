@@ -9,83 +9,63 @@ from __future__ import annotations
 
 import pytest
 
+from logrepair.recovery import apply
 from logrepair.recovery.repair import repair
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
-from simulator.disk import DiskImage, SimDisk
+from logrepair.storage.disk import join
 
-from .builders import batches, flip_byte, log_with_records, segment_files, write_segment
-
-ROOT = "/kafka-logs"
-QUARANTINE = ROOT + ".logrepair-quarantine"
-
-
-class _PowerLoss(BaseException):
-    """Stops the repair at a chosen operation; BaseException so no handler in the code eats it."""
-
-
-def _image_of(real_dir) -> DiskImage:
-    files, dirs = {}, {ROOT}
-    for p in real_dir.rglob("*"):
-        rel = ROOT + "/" + str(p.relative_to(real_dir))
-        if p.is_dir():
-            dirs.add(rel)
-        else:
-            files[rel] = p.read_bytes()
-    return DiskImage(files, dirs)
-
-
-def _log_dir_only(image: DiskImage) -> dict[str, bytes]:
-    return {p: d for p, d in image.files.items() if p.startswith(ROOT + "/")}
-
-
-def _repair_until(image: DiskImage, mode: str, stop_at: int | None):
-    disk = SimDisk.from_image(image)
-    if stop_at is not None:
-
-        def listener(op) -> None:
-            if len(disk.trace) >= stop_at:
-                raise _PowerLoss()
-
-        disk.listeners.append(listener)
-    try:
-        repair(disk, ROOT, mode, Settings())
-    except _PowerLoss:
-        return disk, False
-    return disk, True
-
-
-def _damaged(tmp_path):
-    d = tmp_path / "kafka-logs"
-    pdir = d / "t-0"
-    for n in range(2):
-        write_segment(pdir, n * 6, batches(n * 6, 6))
-    flip_byte(segment_files(pdir)[0], 400)
-    (pdir / "00000000000000000040.index").write_bytes(bytes(8))
-    log_with_records(d / "u-0", 12, segment_bytes=700)
-    last = segment_files(d / "u-0")[-1]
-    with open(last, "ab") as f:
-        f.write(bytes(100))
-    (d / "recovery-point-offset-checkpoint").write_text("0\n2\nt 0 0\nu 0 99\n")
-    return _image_of(d)
+from .crashes import QUARANTINE, ROOT, after_crash, damaged_log_dir, every_crash, run_until, under
 
 
 @pytest.mark.parametrize("mode", ["kafka", "salvage"])
 def test_a_crash_at_any_operation_is_finished_by_the_next_run(tmp_path, mode):
-    image = _damaged(tmp_path)
-    reference, finished = _repair_until(image, mode, None)
+    image = damaged_log_dir(tmp_path)
+
+    def run(disk):
+        return repair(disk, ROOT, mode, Settings())
+
+    reference, finished = run_until(image, run, None)
     assert finished
-    expected = _log_dir_only(reference.volatile_image())
+    expected = under(reference.volatile_image())
     total = len(reference.trace)
     assert total > 20
-    for stop in range(1, total):
-        crashed, finished = _repair_until(image, mode, stop)
-        assert not finished
-        for after in (crashed.volatile_image(), crashed.durable_image()):
-            disk = SimDisk.from_image(after)
-            result = repair(disk, ROOT, mode, Settings())
-            got = _log_dir_only(disk.volatile_image())
-            assert got == expected, (
-                f"{mode}: crash after operation {stop} of {total}: {result.finished}"
-            )
-            assert scan_path(disk, ROOT, Settings()).clean or mode == "kafka"
+    for where, disk in every_crash(image, run, total):
+        result = run(disk)
+        assert under(disk.volatile_image()) == expected, f"{mode}: {where}: {result.finished}"
+        assert scan_path(disk, ROOT, Settings()).clean or mode == "kafka"
+        runs = [join(QUARANTINE, n) for n in disk.list_dir(QUARANTINE)]
+        assert all(disk.exists(join(q, apply.MANIFEST)) for q in runs), f"{where}: {runs}"
+
+
+def test_a_crash_while_rolling_back_an_interrupted_run_leaves_no_orphan(tmp_path):
+    """A crash while saving leaves a run the next one discards; a crash during that discard must
+    leave either the whole run (discarded again later) or nothing: never a quarantine directory
+    without its manifest, which no later run would find."""
+    image = damaged_log_dir(tmp_path)
+
+    def run(disk):
+        return repair(disk, ROOT, "salvage", Settings())
+
+    reference, _ = run_until(image, run, None)
+    expected = under(reference.volatile_image())
+    applying = next(
+        op.index
+        for op in reference.trace
+        if op.kind == "write" and op.path.endswith(apply.MANIFEST + ".tmp")
+        and b'"state": "applying"' in op.data
+    )  # fmt: skip
+    crashed, _ = run_until(image, run, applying)  # the manifest still says saving
+    saving = after_crash(crashed)[1].volatile_image()
+    rollback, _ = run_until(saving, run, None)
+    discarded = next(op.dst for op in rollback.trace if op.dst.endswith(apply.DISCARDED))
+    discard_ops = next(
+        op.index for op in rollback.trace if op.kind == "rmdir" and op.path == discarded
+    )
+    for where, disk in every_crash(saving, run, discard_ops + 2):
+        left = [join(QUARANTINE, n) for n in disk.list_dir(QUARANTINE)]
+        orphans = [q for q in left if q != discarded and not disk.exists(join(q, apply.MANIFEST))]
+        assert orphans == [], f"{where}: {orphans}"
+        run(disk)
+        assert under(disk.volatile_image()) == expected, where
+        assert not disk.exists(discarded), where

@@ -25,9 +25,14 @@ damage = st.lists(
 )
 
 
+# Each example is several repairs: 25 per mode by default; HYPOTHESIS_PROFILE=thorough hunts with
+# its own count.
+EXAMPLES = 25 if settings.default.max_examples <= 100 else settings.default.max_examples
+
+
 @pytest.mark.parametrize("mode", ["kafka", "point-in-time", "salvage"])
 @settings(
-    max_examples=25,
+    max_examples=EXAMPLES,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
@@ -48,6 +53,29 @@ damage = st.lists(
 # A leader epoch flipped high (outside the CRC) and a damaged batch before it: salvage moves the
 # epoch regression, which no mode fixes, into a segment of its own and must say so.
 @example(sizes=[5], damage=[(1, "flip", 1430, b"\x00"), (1, "zero", 1293, bytes(27))], rp=11)
+# Kafka's overflow split renames the segment holding the recovery point (its base offset, outside
+# the CRC, is flipped) past the segment below it: the recovery point must move to the log end (the
+# repair flushed), or the next run recovers the segment below, with its inserted byte.
+@example(
+    sizes=[4, 7, 1], damage=[(1, "insert", 1291, b"\x00"), (2, "flip", 340516, b"\x00")], rp=17
+)
+# A leader epoch flipped high early in segment 0: salvage cuts and splits, and the epoch
+# regressions it leaves must be among those reported before (measured over the whole partition).
+@example(
+    sizes=[8, 3],
+    damage=[
+        (0, "zero", 175, bytes(13)),
+        (
+            0,
+            "insert",
+            53,
+            bytes.fromhex("c66e8b167a2fb6da2b73e3a14e6bfafb712dc74c80a09440d13560b80dc69f57ede493"),
+        ),
+        (0, "flip", 191, b"\x00"),
+        (0, "flip", 578, b"\x00"),
+    ],
+    rp=27,
+)
 def test_invariants_hold_after_repairing_random_damage(tmp_path, mode, sizes, damage, rp):
     log_dir = tmp_path / "kafka-logs"
     shutil.rmtree(log_dir, ignore_errors=True)

@@ -25,6 +25,7 @@ from logrepair.storage import layout
 from .builders import (
     BATCH_SIZE,
     DISK,
+    T0,
     append_bytes,
     batch,
     batches,
@@ -323,6 +324,77 @@ def test_recover_only_last_segment(log_dir):
     for b, v in written.items():
         if b != base:
             assert (pdir / layout.txn_index_file_name(b)).read_bytes() == v
+
+
+@pytest.mark.parametrize("lost", ["txnindex", "txnindex+index"])
+def test_recovery_replays_producer_state_into_the_transaction_index(log_dir, lost):
+    """testRecoverTransactionIndex: `LogSegment.recover` empties each recovered segment's
+    `.txnindex` and appends the aborted transactions the producer-state replay completes there,
+    so transaction indexes lost in a crash come back (recovery point 0; with the offset indexes
+    gone too, the segments are recovered while loading, spec rec §6.4)."""
+    pdir = log_dir / "t-0"
+    written = _transactional_log(pdir)
+    for txn in segment_files(pdir, layout.TXN_INDEX_SUFFIX):
+        txn.unlink()
+    if lost == "txnindex+index":
+        for index in segment_files(pdir, layout.INDEX_SUFFIX):
+            index.unlink()
+    rp(log_dir, 0)
+    repair_checked(log_dir, "kafka")
+    now = {int(p.name[:20]): p.read_bytes() for p in segment_files(pdir, layout.TXN_INDEX_SUFFIX)}
+    assert now == {b: v for b, v in written.items() if v}
+
+
+def test_recovery_keeps_transaction_indexes_when_retention_deleted_the_log_start(log_dir):
+    """With the first segment gone, a replay from the first remaining one no longer sees where
+    producer 1's aborted transaction began (Kafka has it from its producer snapshot): each
+    recovered segment keeps the entries of its own index instead."""
+    pdir = log_dir / "t-0"
+    written = _transactional_log(pdir)
+    first = segment_files(pdir)[0]
+    for f in pdir.iterdir():
+        if f.name.startswith(first.name[:20]):
+            f.unlink()
+    rp(log_dir, 0)
+    repair_checked(log_dir, "kafka")
+    now = {int(p.name[:20]): p.read_bytes() for p in segment_files(pdir, layout.TXN_INDEX_SUFFIX)}
+    assert now == {b: v for b, v in written.items() if b != int(first.name[:20])}
+    assert any(now.values())
+
+
+@pytest.mark.parametrize("mode", ["kafka", "point-in-time", "salvage"])
+def test_an_abort_marker_kafka_keeps_behind_a_corrupt_base_offset(log_dir, mode):
+    """A base offset flipped high (outside the CRC) makes the batches after it go back: Kafka's
+    recovery keeps them, the ABORT marker among them too, so its `.txnindex` entry is not past
+    the log end, and stays when the segment is no longer recovered; the strict modes cut the
+    batches and drop the entry."""
+    pdir = log_dir / "t-0"
+    data = build_batch(
+        [Record(0, T0, b"k", b"v", ())],
+        base_offset=0,
+        producer_id=7,
+        producer_epoch=0,
+        base_sequence=0,
+        is_transactional=True,
+    )
+    flipped = bytearray(batch(1))
+    flipped[0:8] = (1000).to_bytes(8, "big")
+    abort = build_end_txn_marker(
+        EndTransactionMarker(ControlType.ABORT, 0),
+        base_offset=2,
+        producer_id=7,
+        producer_epoch=0,
+        timestamp=T0 + 2,
+    )
+    write_segment(pdir, 0, [data, bytes(flipped), abort])
+    (pdir / layout.txn_index_file_name(0)).write_bytes(
+        txn_entries_by_segment(DISK, str(pdir), [0])[0][0]
+    )
+    write_segment(pdir, 10, [batch(10)], indexes=False)  # changed: the recovery point moves on
+    assert "txn_index_corrupt" not in kinds(log_dir)
+    repair_checked(log_dir, mode)  # (a second run no longer recovers segment 0: it keeps it all)
+    left = (pdir / layout.txn_index_file_name(0)).read_bytes()
+    assert len(left) == (34 if mode == "kafka" else 0)
 
 
 def test_log_end_less_than_start_after_reopen(log_dir):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from logrepair.format.crc import crc32c
 from logrepair.recovery.repair import repair
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
@@ -34,6 +35,7 @@ def kinds(path) -> list[str]:
 @pytest.mark.parametrize("mode", MODES)
 def test_a_healthy_log_written_by_the_broker_needs_nothing(log_dir, mode):
     log_with_records(log_dir / "t-0", 60)
+    write_offsets(log_dir, layout.RECOVERY_POINT_CHECKPOINT, {("t", 0): 7})  # unflushed: normal
     assert kinds(log_dir) == []
     result = repair(DISK, str(log_dir), mode, Settings())
     assert result.plan.actions == []
@@ -93,6 +95,87 @@ def test_kafka_mode_truncates_at_the_first_invalid_batch_and_deletes_later_segme
     ]
     assert result.plan.removed_offsets == [(15, 29)]
     assert scan_path(DISK, str(log_dir), Settings()).partitions[0].log_end_offset == 15
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_repair_flushes_what_it_changes_and_checkpoints_the_log_end(log_dir, mode):
+    """Kafka's loader leaves the recovery point at min(checkpoint, log end); a repair fsyncs the
+    partition it changed from the segment holding the old recovery point on, so it moves the
+    recovery point to the log end as Kafka's flush would. An unchanged partition keeps its own."""
+    _three_segments_with_a_flip(log_dir, segment=2, rp_segment=1)
+    write_segment(log_dir / "u-0", 0, batches(0, 10))
+    write_offsets(log_dir, layout.RECOVERY_POINT_CHECKPOINT, {("t", 0): 10, ("u", 0): 4})
+    result = repair_checked(log_dir, mode)
+    flushed = [a.file for a in result.plan.actions if a.action == "flush"]
+    bases = (10, 20, 26) if mode == "salvage" else (10, 20)  # salvage keeps 26..29 apart
+    assert flushed == [f"t-0/{layout.log_file_name(o)}" for o in bases]
+    assert result.plan.actions[-1].file == layout.RECOVERY_POINT_CHECKPOINT
+    end = {"kafka": 25, "point-in-time": 25, "salvage": 30}[mode]
+    assert (log_dir / layout.RECOVERY_POINT_CHECKPOINT).read_text() == f"0\n2\nt 0 {end}\nu 0 4\n"
+
+
+def test_kafka_mode_is_idempotent_after_an_overflow_split_moves_a_segment(log_dir):
+    """A corrupt base offset (outside the CRC) makes Kafka split the segment holding the recovery
+    point to a new name past it; with the recovery point left at 2, the next run would recover
+    the segment below it (and its inserted byte) and delete the split one."""
+    pdir = log_dir / "t-0"
+    for base in range(3):
+        write_segment(pdir, base, [batch(base)])
+    log1 = pdir / layout.log_file_name(1)
+    log1.write_bytes(b"\0" + log1.read_bytes())
+    flip_byte(pdir / layout.log_file_name(2), 2)  # base offset 2 + 2**46
+    write_offsets(log_dir, layout.RECOVERY_POINT_CHECKPOINT, {("t", 0): 2})
+    result = repair_checked(log_dir, "kafka")
+    assert any(a.action == "split" for a in result.plan.actions)
+    moved = 2 + 2**46
+    assert [p.name for p in segment_files(pdir)][-1] == layout.log_file_name(moved)
+    rp = f"0\n1\nt 0 {moved + 1}\n"
+    assert (log_dir / layout.RECOVERY_POINT_CHECKPOINT).read_text() == rp
+
+
+def _crc_valid_count_mismatch(offset: int) -> bytes:
+    """A batch whose record count disagrees with its offsets but whose CRC holds: Kafka's recovery
+    keeps it (only size and CRC are checked) and goes on to its index steps."""
+    raw = bytearray(batch(offset))
+    raw[57:61] = (2).to_bytes(4, "big")
+    raw[17:21] = crc32c(bytes(raw[21:])).to_bytes(4, "big")
+    return bytes(raw)
+
+
+@pytest.mark.parametrize("goes_back", [True, False])
+def test_kafka_mode_takes_a_crc_valid_flagged_batch_through_the_index_steps(log_dir, goes_back):
+    """Spec rec §6.6.1 b-d run for every batch that passes `ensureValid`: at an index point an
+    offset going back throws InvalidOffsetException, which empties the segment and deletes the
+    later ones (§6.6); an offset going forward gets its index entry like any batch."""
+    pdir = log_dir / "t-0"
+    flagged = _crc_valid_count_mismatch(1 if goes_back else 3)
+    log = write_segment(pdir, 0, batches(0, 3), interval=0)  # the indexes of the first three
+    log.write_bytes(b"".join([*batches(0, 3), flagged, batch(5)]))
+    write_segment(pdir, 6, [batch(6)], interval=0)
+    index = pdir / layout.index_file_name(0)
+    index.write_bytes(index.read_bytes() + b"junk")  # corrupt: recovered from the recovery point
+    result = repair_checked(log_dir, "kafka", Settings(index_interval_bytes=0))
+    if goes_back:
+        assert [p.stat().st_size for p in segment_files(pdir)] == [0]
+        assert result.plan.removed_offsets == [(0, 6)]
+    else:
+        assert [p.stat().st_size for p in segment_files(pdir)] == [5 * BATCH_SIZE, BATCH_SIZE]
+        assert index.stat().st_size == 4 * 8  # at every batch after the first, the flagged too
+
+
+def test_kafka_mode_leaves_an_overflow_split_whose_piece_kafka_cannot_recover(log_dir):
+    """Kafka splits an overflowed segment and recovers each piece again with index points of its
+    own (spec rec §6.7): offsets going back at one of them throw InvalidOffsetException there.
+    The plan sees it (apply never rebuilds an index that would throw) and leaves the segment."""
+    pdir = log_dir / "t-0"
+    high = 2**40
+    write_segment(
+        pdir, 0, [batch(0), batch(high), batch(high + 10), batch(high + 5)], indexes=False
+    )
+    result = repair(DISK, str(log_dir), "kafka", Settings(index_interval_bytes=0))
+    assert not any(a.action in ("split", "rebuild_indexes") for a in result.plan.actions)
+    assert any(f"piece at offset {high}" in n for n in result.plan.notes)
+    assert {f["kind"] for f in result.plan.left} >= {"offset_overflow", "offset_regression"}
 
 
 def test_point_in_time_cuts_below_the_recovery_point(log_dir):

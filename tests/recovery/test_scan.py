@@ -134,6 +134,29 @@ def test_appendix_a_leader_epochs_in_batches_are_checked(log_dir):
     assert kinds(log_dir) == ["batch_epoch_regression", "leader_epoch_not_monotonic"]
 
 
+def test_batch_epoch_regressions_are_measured_over_the_partition_one_finding_a_stretch(log_dir):
+    """Against the highest epoch of every earlier batch of the partition, so that a repair keeping
+    a subsequence of the batches (salvage's splits) can only lose such findings."""
+    pdir = log_dir / "t-0"
+    write_segment(pdir, 0, [batch(0, epoch=3), batch(1, epoch=5)])
+    epochs = [4, 4, 5, 1, 6, 2, 2]
+    write_segment(pdir, 2, [batch(2 + n, epoch=e) for n, e in enumerate(epochs)])
+    found = [
+        (f.kind, f.file, f.position, f.length, f.offset, f.last_offset) for f in findings(log_dir)
+    ]
+    name = f"t-0/{layout.log_file_name(2)}"
+    assert found == [
+        ("batch_epoch_regression", name, 0, 2 * BATCH_SIZE, 2, 3),
+        ("batch_epoch_regression", name, 3 * BATCH_SIZE, BATCH_SIZE, 5, 5),
+        ("batch_epoch_regression", name, 5 * BATCH_SIZE, 2 * BATCH_SIZE, 7, 8),
+    ]
+    assert findings(log_dir)[0].detail == (
+        "2 batches at offsets 2..3: below the leader epoch 5 of an earlier batch (the first: "
+        "epoch 4; Kafka never checks this)"
+    )
+    repair_checked(log_dir, "salvage")  # nothing to repair: reported only
+
+
 def test_appendix_a_producer_snapshots_are_held_against_their_offset(log_dir):
     pdir = log_dir / "t-0"
     write_segment(pdir, 0, batches(0, 5))

@@ -8,10 +8,11 @@ from ..plan import Action, Plan
 from ..scan import LogDirScan
 
 
-def plan_checkpoints(scan: LogDirScan, plan: Plan, ends: dict) -> None:
+def plan_checkpoints(scan: LogDirScan, plan: Plan, ends: dict, flushed: dict) -> None:
     """Rewrites root checkpoints that are malformed or out of bounds after the repair.
 
-    `ends` maps each partition's TopicPartition to (log start offset, log end offset) as repaired."""
+    `ends` maps each partition's TopicPartition to (log start offset, log end offset) as repaired;
+    `flushed` maps each partition the repair changed and flushed to its new recovery point."""
     if not scan.is_log_dir:
         return
     ck = scan.checkpoints
@@ -44,13 +45,17 @@ def plan_checkpoints(scan: LogDirScan, plan: Plan, ends: dict) -> None:
                 new[tp] = min(max(value, lso), leo)
             elif name == layout.LOG_START_OFFSET_CHECKPOINT:
                 new[tp] = min(value, leo)
+        reason = "offsets within the repaired logs"
+        if name == layout.RECOVERY_POINT_CHECKPOINT and flushed:
+            new.update(flushed)
+            reason = "the log ends of the partitions the repair changed and flushed"
         if new != current:
-            changed = sorted(str(tp) for tp in new if new[tp] != current[tp])
+            changed = sorted(str(tp) for tp in new if new[tp] != current.get(tp))
             plan.actions.append(
                 Action(
                     "write_file",
                     name,
-                    f"offsets within the repaired logs ({', '.join(changed)})",
+                    f"{reason} ({', '.join(changed)})",
                     content=format_offsets(new),
                 )
             )

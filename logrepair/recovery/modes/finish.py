@@ -45,8 +45,10 @@ def finish_partition(pp: PartitionPlan, *, epochs_from: int | None, mode: str) -
         pp.created.append(seg)
     for seg in pp.segs:
         if mode == "kafka" and seg.log not in pp.recovered and not seg.rebuild:
+            # Kafka leaves a segment it does not recover as it is, its `.txnindex` too
             _kafka_missing_time_index(pp, seg)
-        elif seg.rebuild or (seg.new_size is None and index_needs_rebuild(seg, pp)):
+            continue
+        if seg.rebuild or (seg.new_size is None and index_needs_rebuild(seg, pp)):
             if seg in pp.created and seg.scan.size == 0 and seg.new_size is None:
                 continue  # create_segment writes its indexes
             _plan_indexes(pp, seg, mode)

@@ -11,12 +11,16 @@ kept because the point of this mode is to reach the state the broker would reach
 - segments below the recovery point are not read: their defects are left, and reported.
 
 Indexes are rebuilt where Kafka would rebuild them and the existing ones disagree with the log; a
-valid index Kafka would merely rewrite identically is left alone, so a second run plans nothing.
+valid index Kafka would merely rewrite identically is left alone, so a second run plans nothing. A
+recovered segment's transaction index is what a producer-state replay gives, as Kafka's recovery
+writes it; producer snapshots are not written (docs/spec-notes.md).
 """
 
 from __future__ import annotations
 
 from ...storage import layout
+from ..rebuild import txn_entries_by_segment
+from ..segment_scan import TXN_ENTRY, TXN_ENTRY_SIZE
 from .partition_plan import PartitionPlan, Seg
 from .split import Piece, split_segment
 
@@ -71,6 +75,7 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
     """`LogLoader.recoverSegment`; returns the bytes it truncates."""
     scan = seg.scan
     if scan.kafka_split_fails:
+        pp.unrecoverable.append(seg.base)
         pp.plan.notes.append(
             f"{seg.log}: a batch's offset is outside the segment's relative range and Kafka "
             "cannot split it off (IllegalArgumentException: the broker does not start). Left as "
@@ -78,6 +83,7 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         )
         return 0
     if scan.misnamed:
+        pp.unrecoverable.append(seg.base)
         pp.plan.notes.append(
             f"{seg.log}: its first batch is below its base offset; Kafka's recovery fails on it "
             "(IllegalArgumentException) and the broker does not start. Left as it is; "
@@ -85,6 +91,12 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         )
         return 0
     pp.recovered.add(seg.log)
+    replayed = _replayed_txn_entries(pp)
+    if replayed is not None and scan.name.endswith(layout.LOG_SUFFIX):
+        # `LogSegment.recover` empties the `.txnindex` and appends each aborted transaction the
+        # producer-state replay completes in this segment (spec rec §6.6.1 steps 1, 3f). (A
+        # completed swap keeps its own index.)
+        seg.txn_entries = replayed.get(seg.base, [])
     size = scan.size
     if scan.kafka_invalid_offset:
         pp.truncate_segment(
@@ -95,6 +107,16 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         )
         return size
     end = scan.kafka_valid_bytes
+    if scan.kafka_pieces and scan.kafka_piece_invalid is not None:
+        pp.plan.notes.append(
+            f"{seg.log}: after Kafka's overflow split, the recovery of the piece at offset "
+            f"{scan.kafka_piece_invalid} finds offsets going back at an index entry "
+            "(InvalidOffsetException); a base offset field, outside the CRC, is corrupt. Left as "
+            "it is; --mode point-in-time or salvage fixes it."
+        )
+        pp.recovered.discard(seg.log)
+        pp.unrecoverable.append(seg.base)
+        return 0
     if scan.kafka_pieces:
         pieces = []
         bounds = [pc.position for pc in scan.kafka_pieces[1:]] + [end]
@@ -112,6 +134,7 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
                 "left as it is; --mode point-in-time or salvage fixes it."
             )
             pp.recovered.discard(seg.log)
+            pp.unrecoverable.append(seg.base)
             return 0
         split_segment(
             pp,
@@ -126,3 +149,34 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         seg.next_offset = scan.kafka_next_offset
         return size - end
     return 0
+
+
+def _replayed_txn_entries(
+    pp: PartitionPlan,
+) -> dict[int, list[tuple[int, int, int, int]]] | None:
+    """Each segment's aborted transactions (by base offset), from a producer-state replay of the
+    bytes Kafka's recovery keeps; read once per partition, and only when a marker is there.
+
+    Kafka replays from its latest producer snapshot; this replays from the first segment, which
+    gives the same entries when the whole history is there (the log starts at offset 0): only then
+    is it used. Otherwise None: each segment keeps the entries of its old index that still fit."""
+    p = pp.p
+    if not p.segments or p.segments[0].base_offset != 0:
+        return None
+    if pp.replayed_txn is None:
+        pp.replayed_txn = {}
+        if p.disk is not None and any(s.has_txn_markers for s in p.segments):
+            bases = [s.base_offset for s in p.segments]
+            raw, problems = txn_entries_by_segment(p.disk, p.path, bases, p.settings.max_batch_size)
+            pp.plan.notes.extend(
+                f"Kafka's producer-state replay fails here (its startup aborts): {problem}"
+                for problem in problems
+            )
+            pp.replayed_txn = {
+                base: [
+                    TXN_ENTRY.unpack_from(data, k)[1:]
+                    for k in range(0, len(data) - TXN_ENTRY_SIZE + 1, TXN_ENTRY_SIZE)
+                ]
+                for base, data in raw.items()
+            }
+    return pp.replayed_txn

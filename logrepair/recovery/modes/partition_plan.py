@@ -61,6 +61,10 @@ class PartitionPlan:
     clear_epochs: bool = False
     recovered: set[str] = field(default_factory=set)
     """`.log` names Kafka's loader recovers (kafka mode rebuilds indexes only there)."""
+    replayed_txn: dict[int, list[tuple[int, int, int, int]]] | None = None
+    """kafka mode: the aborted transactions of each segment by a producer-state replay."""
+    unrecoverable: list[int] = field(default_factory=list)
+    """Base offsets of segments Kafka's recovery fails on, which kafka mode leaves as they are."""
 
     @property
     def interval(self) -> int:

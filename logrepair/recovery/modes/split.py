@@ -72,7 +72,7 @@ def split_segment(pp: PartitionPlan, seg: Seg, pieces: list[Piece], reason: str)
                     new_size=pc.end,
                     derived=True,
                     rebuild=cut < size,
-                    txn_entries=_txn_for(scan, new_scan),
+                    txn_entries=_txn_for(seg, new_scan),
                     disk_txn=scan.txn_entries,
                 )
             )
@@ -97,7 +97,7 @@ def split_segment(pp: PartitionPlan, seg: Seg, pieces: list[Piece], reason: str)
             pc.first_offset,
             derived=True,
             rebuild=True,
-            txn_entries=_txn_for(scan, new_scan),
+            txn_entries=_txn_for(seg, new_scan),
             disk_txn=scan.txn_entries if rel == seg.log else [],
         )
         pp.created.append(new)
@@ -148,8 +148,10 @@ def _sub_scan(scan: SegmentScan, piece: Piece, base: int, name: str) -> SegmentS
     return sub
 
 
-def _txn_for(scan: SegmentScan, sub: SegmentScan) -> list[tuple[int, int, int, int]]:
+def _txn_for(seg: Seg, sub: SegmentScan) -> list[tuple[int, int, int, int]]:
+    """The aborted transactions whose markers fall in the piece `sub` of `seg`."""
     if not sub.runs:
         return []
     first, end = sub.runs[0].first_offset, sub.runs[-1].last_offset + 1
-    return [e for e in scan.txn_entries if first <= e[2] < end]
+    entries = seg.scan.txn_entries if seg.txn_entries is None else seg.txn_entries
+    return [e for e in entries if first <= e[2] < end]

@@ -1,0 +1,696 @@
+/*
+ * Deep record decoding and checking for v2 batches (spec fmt §2.6-2.7), in C.
+ *
+ * The optional accelerator of logrepair.format.batch: `decode_records` and `check_records` here
+ * take the same arguments, return the same values and raise the same FormatError (kind, detail,
+ * position) as the pure-Python functions of batch.py, which stay the reference
+ * (tests/format/test_records_accel.py holds the two to each other on valid and damaged input).
+ * Written here rather than taken from a library because no library reads Kafka's records with
+ * Kafka's exact error semantics, and deep iteration has a speed target against kafka-python.
+ *
+ * Safety: every read is checked against the end of the buffer before it happens; positions are
+ * Py_ssize_t and run past the end only by a length just added, which the next read or the final
+ * size check then rejects, as in Python. The buffer is held (and released) through the buffer
+ * protocol, so bytes, bytearray and memoryview are all read in place.
+ *
+ * A record is read in two passes: `read_record` walks and checks it, noting where its fields
+ * are; only a record that passed is turned into objects.
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdint.h>
+#include <string.h>
+
+static PyObject *record_type;  /* logrepair.format.batch.Record, set by bind() */
+static PyObject *format_error; /* logrepair.format.errors.FormatError, set by bind() */
+
+/* --- varints (spec fmt §1.2-1.4): Kafka's limits of 5 and 10 bytes, only the low bits kept --- */
+
+/* The position after the unsigned varint at p (at most max_bytes long: 5 for a varint, 10 for a
+ * varlong), or -1 when the input ends inside it or it is longer. Both failures read the same to
+ * every caller (a record length: premature EOF; a field: invalid record structure), so they are not
+ * told apart. Bits past 64 are dropped, and a varint's caller keeps the low 32, as Kafka does. */
+static inline Py_ssize_t
+read_uvarint(const uint8_t *d, Py_ssize_t end, Py_ssize_t p, int max_bytes, uint64_t *out)
+{
+    uint64_t value = 0;
+    for (int i = 0; i < max_bytes; i++) {
+        if (p >= end)
+            return -1;
+        uint8_t b = d[p++];
+        value |= (uint64_t)(b & 0x7F) << (7 * i);
+        if (!(b & 0x80)) {
+            *out = value;
+            return p;
+        }
+    }
+    return -1;
+}
+
+static inline int32_t
+zigzag32(uint32_t u)
+{
+    return (int32_t)(u >> 1) ^ -(int32_t)(u & 1);
+}
+
+static inline int64_t
+zigzag64(uint64_t u)
+{
+    return (int64_t)(u >> 1) ^ -(int64_t)(u & 1);
+}
+
+static inline Py_ssize_t
+read_varint(const uint8_t *d, Py_ssize_t end, Py_ssize_t p, int32_t *out)
+{
+    uint64_t u;
+    if (p < end && d[p] < 0x80) { /* one byte: nearly every delta and short length */
+        *out = zigzag32(d[p]);
+        return p + 1;
+    }
+    if ((p = read_uvarint(d, end, p, 5, &u)) >= 0)
+        *out = zigzag32((uint32_t)u);
+    return p;
+}
+
+/* --- errors: the same kinds and details as batch.py ------------------------------------------- */
+
+enum error_code {
+    E_PREMATURE_EOF,   /* record_count_mismatch */
+    E_TRAILING_BYTES,  /* record_count_mismatch */
+    E_BAD_LENGTH,      /* a = length, b = bytes remaining after the length varint */
+    E_STRUCTURE,       /* a field's varint ends past the buffer or is overlong */
+    E_NEGATIVE_HEADERS,
+    E_TOO_MANY_HEADERS,
+    E_NEGATIVE_HEADER_KEY,
+    E_SIZE, /* a = length, b = bytes read */
+};
+
+typedef struct {
+    enum error_code code;
+    long long a, b;
+} Error;
+
+static void
+raise_error(const Error *e, PyObject *position)
+{
+    const char *kind = "invalid_records";
+    PyObject *detail;
+    switch (e->code) {
+    case E_PREMATURE_EOF:
+        kind = "record_count_mismatch";
+        detail = PyUnicode_FromString("Incorrect declared batch size, premature EOF reached");
+        break;
+    case E_TRAILING_BYTES:
+        kind = "record_count_mismatch";
+        detail = PyUnicode_FromString(
+            "Incorrect declared batch size, records still remaining in file");
+        break;
+    case E_BAD_LENGTH:
+        detail = PyUnicode_FromFormat(
+            "Invalid record size: expected %lld bytes in record payload, but instead the buffer "
+            "has only %lld remaining bytes.",
+            e->a, e->b);
+        break;
+    case E_STRUCTURE:
+        detail = PyUnicode_FromString("Found invalid record structure");
+        break;
+    case E_NEGATIVE_HEADERS:
+        detail = PyUnicode_FromFormat("Found invalid number of record headers %lld", e->a);
+        break;
+    case E_TOO_MANY_HEADERS:
+        detail = PyUnicode_FromFormat(
+            "Found invalid number of record headers. %lld is larger than the remaining size of "
+            "the buffer",
+            e->a);
+        break;
+    case E_NEGATIVE_HEADER_KEY:
+        detail = PyUnicode_FromFormat("Invalid negative header key size %lld", e->a);
+        break;
+    default: /* E_SIZE */
+        detail = PyUnicode_FromFormat(
+            "Invalid record size: expected to read %lld bytes in record payload, but instead "
+            "read %lld",
+            e->a, e->b);
+        break;
+    }
+    if (detail == NULL)
+        return;
+    PyObject *exc = PyObject_CallFunction(format_error, "sOO", kind, detail, position);
+    Py_DECREF(detail);
+    if (exc != NULL) {
+        PyErr_SetObject((PyObject *)Py_TYPE(exc), exc);
+        Py_DECREF(exc);
+    }
+}
+
+/* --- one record ------------------------------------------------------------------------------- */
+
+typedef struct {
+    int64_t timestamp_delta;
+    int32_t offset_delta;
+    Py_ssize_t key, key_length; /* key_length < 0: null */
+    Py_ssize_t value, value_length;
+    Py_ssize_t headers; /* where the first header starts */
+    int32_t header_count;
+} Fields;
+
+/* Reads the record whose body (`length` bytes) starts at `pos`, as batch.py's `_read_record` reads
+ * it: fields are read from the whole buffer (a field may run into the next record, which the final
+ * size check reports), a negative key or value length is null, header keys are not decoded here. */
+static int
+read_record(const uint8_t *d, Py_ssize_t end, Py_ssize_t pos, Py_ssize_t length, Fields *f,
+            Error *e)
+{
+    Py_ssize_t p = pos + 1; /* attributes: no bits defined, ignored as Kafka ignores them */
+    uint64_t u64;
+    int32_t n;
+
+    if (p < end && d[p] < 0x80) {
+        f->timestamp_delta = zigzag64(d[p]);
+        p++;
+    }
+    else {
+        if ((p = read_uvarint(d, end, p, 10, &u64)) < 0)
+            goto structure;
+        f->timestamp_delta = zigzag64(u64);
+    }
+    if ((p = read_varint(d, end, p, &f->offset_delta)) < 0)
+        goto structure;
+    if ((p = read_varint(d, end, p, &n)) < 0)
+        goto structure;
+    f->key = p;
+    f->key_length = n;
+    if (n >= 0)
+        p += n;
+    if ((p = read_varint(d, end, p, &n)) < 0)
+        goto structure;
+    f->value = p;
+    f->value_length = n;
+    if (n >= 0)
+        p += n;
+    if ((p = read_varint(d, end, p, &n)) < 0)
+        goto structure;
+    if (n < 0) {
+        e->code = E_NEGATIVE_HEADERS;
+        e->a = n;
+        return -1;
+    }
+    if (n > end - p) { /* Kafka checks the count against its buffer's remaining bytes */
+        e->code = E_TOO_MANY_HEADERS;
+        e->a = n;
+        return -1;
+    }
+    f->headers = p;
+    f->header_count = n;
+    for (int32_t i = 0; i < f->header_count; i++) {
+        if ((p = read_varint(d, end, p, &n)) < 0)
+            goto structure;
+        if (n < 0) {
+            e->code = E_NEGATIVE_HEADER_KEY;
+            e->a = n;
+            return -1;
+        }
+        p += n;
+        if ((p = read_varint(d, end, p, &n)) < 0)
+            goto structure;
+        if (n >= 0)
+            p += n;
+    }
+    if (p > end) /* the last header value runs past the records (Kafka: IllegalArgumentException) */
+        goto structure;
+    if (p != pos + length) {
+        e->code = E_SIZE;
+        e->a = length;
+        e->b = p - pos;
+        return -1;
+    }
+    return 0;
+structure:
+    e->code = E_STRUCTURE;
+    return -1;
+}
+
+/* The length varint and body bounds of the record at *pos; on success *pos is the body's start. */
+static int
+read_length(const uint8_t *d, Py_ssize_t end, Py_ssize_t *pos, Py_ssize_t *length, Error *e)
+{
+    int32_t n;
+    Py_ssize_t p;
+    if (*pos >= end || (p = read_varint(d, end, *pos, &n)) < 0) {
+        e->code = E_PREMATURE_EOF;
+        return -1;
+    }
+    if (n < 0 || n > end - p) {
+        e->code = E_BAD_LENGTH;
+        e->a = n;
+        e->b = end - p;
+        return -1;
+    }
+    *pos = p;
+    *length = n;
+    return 0;
+}
+
+/* How many records to try: a count beyond the buffer fails at premature EOF in either
+ * implementation, so clamping it changes nothing but the loop variable's type. */
+static int
+record_count(PyObject *count, long long *out)
+{
+    int overflow;
+    long long n = PyLong_AsLongLongAndOverflow(count, &overflow);
+    if (n == -1 && PyErr_Occurred())
+        return -1;
+    *out = overflow > 0 ? LLONG_MAX : overflow < 0 || n < 0 ? 0 : n;
+    return 0;
+}
+
+static int
+check_bound(void)
+{
+    if (record_type == NULL || format_error == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "logrepair.format._records: bind() was not called");
+        return -1;
+    }
+    return 0;
+}
+
+/* Vectorcall arguments into `out`, as a Python def with these parameter names (the first
+ * `required` of them without a default) takes them: the call costs a fraction of what
+ * PyArg_ParseTupleAndKeywords costs, which counts once per batch. */
+static int
+parse_args(const char *function, const char *const *names, int total, int required,
+           PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **out)
+{
+    if (nargs > total) {
+        PyErr_Format(PyExc_TypeError, "%s() takes at most %d positional arguments (%zd given)",
+                     function, total, nargs);
+        return -1;
+    }
+    for (int i = 0; i < total; i++)
+        out[i] = i < nargs ? args[i] : NULL;
+    Py_ssize_t keywords = kwnames == NULL ? 0 : PyTuple_GET_SIZE(kwnames);
+    for (Py_ssize_t k = 0; k < keywords; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        int i = 0;
+        while (i < total && PyUnicode_CompareWithASCIIString(name, names[i]) != 0)
+            i++;
+        if (i == total) {
+            PyErr_Format(PyExc_TypeError, "%s() got an unexpected keyword argument '%U'",
+                         function, name);
+            return -1;
+        }
+        if (out[i] != NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() got multiple values for argument '%s'", function,
+                         names[i]);
+            return -1;
+        }
+        out[i] = args[nargs + k];
+    }
+    for (int i = 0; i < required; i++) {
+        if (out[i] == NULL) {
+            PyErr_Format(PyExc_TypeError, "%s() missing required argument '%s'", function,
+                         names[i]);
+            return -1;
+        }
+    }
+    return 0;
+}
+
+/* --- check_records ---------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(check_records_doc,
+             "check_records(data, count, position=0)\n--\n\n"
+             "What decode_records checks, with the same errors, but nothing built.");
+
+static PyObject *
+check_records(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs,
+              PyObject *kwnames)
+{
+    static const char *const names[] = {"data", "count", "position"};
+    PyObject *arg[3];
+    Py_buffer view;
+    long long count;
+    if (check_bound() < 0 ||
+        parse_args("check_records", names, 3, 2, args, nargs, kwnames, arg) < 0)
+        return NULL;
+    PyObject *position = arg[2];
+    if (record_count(arg[1], &count) < 0 || PyObject_GetBuffer(arg[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    const uint8_t *d = view.buf;
+    Py_ssize_t end = view.len, pos = 0, length;
+    Fields f;
+    Error e;
+    int failed = 0;
+    for (long long i = 0; i < count; i++) {
+        if (read_length(d, end, &pos, &length, &e) < 0 ||
+            read_record(d, end, pos, length, &f, &e) < 0) {
+            failed = 1;
+            break;
+        }
+        pos += length;
+    }
+    if (!failed && pos != end) {
+        e.code = E_TRAILING_BYTES;
+        failed = 1;
+    }
+    PyBuffer_Release(&view);
+    if (failed) {
+        PyObject *zero = NULL;
+        if (position == NULL)
+            position = zero = PyLong_FromLong(0);
+        if (position != NULL)
+            raise_error(&e, position);
+        Py_XDECREF(zero);
+        return NULL;
+    }
+    Py_RETURN_NONE;
+}
+
+/* --- decode_records --------------------------------------------------------------------------- */
+
+/* A base value from the batch header plus a record's delta. Header fields always fit in 64 bits,
+ * but the Python reference takes any int, so a base that does not fit (or a sum that overflows)
+ * goes through Python's arithmetic. */
+typedef struct {
+    PyObject *obj;
+    long long value;
+    int overflow; /* -1, 0, 1 as PyLong_AsLongLongAndOverflow reports it */
+} Base;
+
+static int
+base_init(Base *b, PyObject *obj, const char *name)
+{
+    if (!PyLong_Check(obj)) {
+        PyErr_Format(PyExc_TypeError, "%s must be int, not %.100s", name, Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    b->obj = obj;
+    b->value = PyLong_AsLongLongAndOverflow(obj, &b->overflow);
+    return b->value == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
+static PyObject *
+base_plus(const Base *b, long long delta)
+{
+    long long sum;
+    if (!b->overflow && !__builtin_add_overflow(b->value, delta, &sum))
+        return PyLong_FromLongLong(sum);
+    PyObject *d = PyLong_FromLongLong(delta);
+    if (d == NULL)
+        return NULL;
+    PyObject *out = PyNumber_Add(b->obj, d);
+    Py_DECREF(d);
+    return out;
+}
+
+/* batch.py: seq = base_sequence + offset_delta, less 2**31 above Int.MAX. */
+static PyObject *
+sequence_of(const Base *b, int32_t offset_delta)
+{
+    long long sum;
+    if (!b->overflow && !__builtin_add_overflow(b->value, (long long)offset_delta, &sum))
+        return PyLong_FromLongLong(sum > INT32_MAX ? sum - 2147483648LL : sum);
+    PyObject *s = base_plus(b, offset_delta), *bound = NULL, *out = NULL;
+    if (s == NULL)
+        return NULL;
+    if ((bound = PyLong_FromLongLong(INT32_MAX)) != NULL) {
+        int above = PyObject_RichCompareBool(s, bound, Py_GT);
+        if (above == 0) {
+            out = s;
+            s = NULL;
+        }
+        else if (above > 0) {
+            PyObject *wrap = PyLong_FromLongLong(2147483648LL);
+            if (wrap != NULL) {
+                out = PyNumber_Subtract(s, wrap);
+                Py_DECREF(wrap);
+            }
+        }
+        Py_DECREF(bound);
+    }
+    Py_XDECREF(s);
+    return out;
+}
+
+/* Header keys of one batch nearly always repeat: each distinct key (of the first few) is decoded
+ * once per call. Java's UTF-8 decoder replaces malformed input; so does PyUnicode's "replace". */
+#define HEADER_KEY_CACHE 8
+
+typedef struct {
+    const uint8_t *raw;
+    Py_ssize_t length;
+    PyObject *text;
+} HeaderKey;
+
+typedef struct {
+    HeaderKey keys[HEADER_KEY_CACHE];
+    int used;
+} HeaderKeys;
+
+static PyObject *
+header_key(HeaderKeys *cache, const uint8_t *raw, Py_ssize_t length)
+{
+    for (int i = 0; i < cache->used; i++) {
+        HeaderKey *k = &cache->keys[i];
+        if (k->length == length && memcmp(k->raw, raw, (size_t)length) == 0) {
+            Py_INCREF(k->text);
+            return k->text;
+        }
+    }
+    PyObject *text = PyUnicode_DecodeUTF8((const char *)raw, length, "replace");
+    if (text != NULL && cache->used < HEADER_KEY_CACHE) {
+        HeaderKey *k = &cache->keys[cache->used++];
+        k->raw = raw;
+        k->length = length;
+        k->text = Py_NewRef(text);
+    }
+    return text;
+}
+
+static PyObject *
+nullable_bytes(const uint8_t *d, Py_ssize_t start, Py_ssize_t length)
+{
+    if (length < 0)
+        Py_RETURN_NONE;
+    return PyBytes_FromStringAndSize((const char *)d + start, length);
+}
+
+/* The headers tuple of a record `read_record` accepted. Read again with every check: a writable
+ * buffer (bytearray, memoryview) could be changed in place by code that runs while objects are
+ * allocated (a finalizer), so what held during `read_record` is not relied on for memory safety. */
+static PyObject *
+build_headers(const uint8_t *d, Py_ssize_t end, const Fields *f, HeaderKeys *cache)
+{
+    PyObject *headers = PyTuple_New(f->header_count);
+    if (headers == NULL || f->header_count == 0)
+        return headers;
+    Py_ssize_t p = f->headers;
+    int32_t n;
+    for (int32_t i = 0; i < f->header_count; i++) {
+        PyObject *key = NULL, *value = NULL, *pair = NULL;
+        if ((p = read_varint(d, end, p, &n)) < 0 || n < 0 || n > end - p)
+            goto changed;
+        key = header_key(cache, d + p, n);
+        p += n;
+        if ((p = read_varint(d, end, p, &n)) < 0 || n > end - p)
+            goto changed;
+        value = nullable_bytes(d, p, n);
+        if (n >= 0)
+            p += n;
+        if (key != NULL && value != NULL)
+            pair = PyTuple_New(2);
+        if (pair == NULL) {
+            Py_XDECREF(key);
+            Py_XDECREF(value);
+            Py_DECREF(headers);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(pair, 0, key);
+        PyTuple_SET_ITEM(pair, 1, value);
+        PyTuple_SET_ITEM(headers, i, pair);
+        continue;
+    changed:
+        Py_XDECREF(key);
+        Py_DECREF(headers);
+        PyErr_SetString(PyExc_RuntimeError, "the records buffer changed while being decoded");
+        return NULL;
+    }
+    return headers;
+}
+
+typedef struct {
+    const uint8_t *d;
+    Py_ssize_t end;
+    Base base_offset, base_timestamp, base_sequence;
+    PyObject *log_append_time; /* None: the record's own timestamp */
+    int sequenced;
+    HeaderKeys cache;
+} Decoder;
+
+/* A Record built as `tuple.__new__(Record, fields)` builds it: the type's own allocator, then the
+ * items, never the Python-level constructor. */
+static PyObject *
+build_record(Decoder *dec, const Fields *f)
+{
+    PyObject *items[6];
+    items[0] = base_plus(&dec->base_offset, f->offset_delta);
+    if (dec->log_append_time != Py_None)
+        items[1] = Py_NewRef(dec->log_append_time);
+    else
+        items[1] = base_plus(&dec->base_timestamp, f->timestamp_delta);
+    items[2] = nullable_bytes(dec->d, f->key, f->key_length);
+    items[3] = nullable_bytes(dec->d, f->value, f->value_length);
+    items[4] = build_headers(dec->d, dec->end, f, &dec->cache);
+    items[5] = dec->sequenced ? sequence_of(&dec->base_sequence, f->offset_delta)
+                              : PyLong_FromLong(-1);
+    PyObject *record = NULL;
+    if (items[0] && items[1] && items[2] && items[3] && items[4] && items[5])
+        record = ((PyTypeObject *)record_type)->tp_alloc((PyTypeObject *)record_type, 6);
+    if (record == NULL) {
+        for (int i = 0; i < 6; i++)
+            Py_XDECREF(items[i]);
+        return NULL;
+    }
+    for (int i = 0; i < 6; i++)
+        PyTuple_SET_ITEM(record, i, items[i]);
+    return record;
+}
+
+/* The smallest record: a length, attributes, two deltas, two null-or-empty lengths and a header
+ * count, one byte each. No buffer holds more records than its length over this. */
+#define MIN_RECORD_SIZE 7
+
+PyDoc_STRVAR(decode_records_doc,
+             "decode_records(data, count, base_offset, base_timestamp, log_append_time, "
+             "base_sequence, position=0)\n--\n\n"
+             "Decodes exactly `count` records filling all of `data` (DefaultRecord.readFrom "
+             "semantics).");
+
+static PyObject *
+decode_records(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs,
+               PyObject *kwnames)
+{
+    static const char *const names[] = {"data",          "count",         "base_offset",
+                                        "base_timestamp", "log_append_time", "base_sequence",
+                                        "position"};
+    PyObject *arg[7];
+    Py_buffer view;
+    PyObject *records = NULL;
+    Decoder dec;
+    Fields f;
+    Error e;
+    long long count;
+    Py_ssize_t pos = 0, length, capacity;
+    int failed = 0;
+    if (check_bound() < 0 ||
+        parse_args("decode_records", names, 7, 6, args, nargs, kwnames, arg) < 0 ||
+        record_count(arg[1], &count) < 0 ||
+        base_init(&dec.base_offset, arg[2], "base_offset") < 0 ||
+        base_init(&dec.base_timestamp, arg[3], "base_timestamp") < 0 ||
+        base_init(&dec.base_sequence, arg[5], "base_sequence") < 0 ||
+        PyObject_GetBuffer(arg[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    dec.log_append_time = arg[4];
+    PyObject *position = arg[6];
+    dec.cache.used = 0;
+    dec.d = view.buf;
+    dec.end = view.len;
+    dec.sequenced = dec.base_sequence.overflow > 0 ||
+                    (dec.base_sequence.overflow == 0 && dec.base_sequence.value >= 0);
+    capacity = count < dec.end / MIN_RECORD_SIZE ? (Py_ssize_t)count : dec.end / MIN_RECORD_SIZE;
+    if ((records = PyList_New(capacity)) == NULL)
+        goto done;
+    for (long long i = 0; i < count; i++) {
+        if (read_length(dec.d, dec.end, &pos, &length, &e) < 0 ||
+            read_record(dec.d, dec.end, pos, length, &f, &e) < 0) {
+            failed = 1;
+            break;
+        }
+        if (i >= capacity) { /* cannot happen: each record takes MIN_RECORD_SIZE bytes or more */
+            PyErr_SetString(PyExc_SystemError, "decode_records: more records than bytes allow");
+            Py_CLEAR(records);
+            goto done;
+        }
+        PyObject *record = build_record(&dec, &f);
+        if (record == NULL) {
+            Py_CLEAR(records);
+            goto done;
+        }
+        PyList_SET_ITEM(records, (Py_ssize_t)i, record);
+        pos += length;
+    }
+    if (!failed && pos != dec.end) {
+        e.code = E_TRAILING_BYTES;
+        failed = 1;
+    }
+    if (failed) {
+        Py_CLEAR(records);
+        PyObject *zero = NULL;
+        if (position == NULL)
+            position = zero = PyLong_FromLong(0);
+        if (position != NULL)
+            raise_error(&e, position);
+        Py_XDECREF(zero);
+    }
+done:
+    for (int i = 0; i < dec.cache.used; i++)
+        Py_DECREF(dec.cache.keys[i].text);
+    PyBuffer_Release(&view);
+    return records;
+}
+
+/* --- module ----------------------------------------------------------------------------------- */
+
+PyDoc_STRVAR(bind_doc,
+             "bind(record_type, format_error)\n--\n\n"
+             "Sets the Record NamedTuple the decoder builds and the FormatError it raises.");
+
+static PyObject *
+bind(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    PyObject *rt, *fe;
+    if (!PyArg_ParseTuple(args, "O!O!:bind", &PyType_Type, &rt, &PyType_Type, &fe))
+        return NULL;
+    PyTypeObject *t = (PyTypeObject *)rt;
+    /* Items are set in place, so the type must be laid out exactly as a tuple (no __dict__). */
+    if (!PyType_IsSubtype(t, &PyTuple_Type) || t->tp_basicsize != PyTuple_Type.tp_basicsize ||
+        t->tp_itemsize != PyTuple_Type.tp_itemsize) {
+        PyErr_SetString(PyExc_TypeError, "record_type must be a tuple subclass without slots");
+        return NULL;
+    }
+    if (!PyType_IsSubtype((PyTypeObject *)fe, (PyTypeObject *)PyExc_Exception)) {
+        PyErr_SetString(PyExc_TypeError, "format_error must be an exception type");
+        return NULL;
+    }
+    Py_XSETREF(record_type, Py_NewRef(rt));
+    Py_XSETREF(format_error, Py_NewRef(fe));
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"bind", bind, METH_VARARGS, bind_doc},
+    {"check_records", (PyCFunction)(void (*)(void))check_records, METH_FASTCALL | METH_KEYWORDS,
+     check_records_doc},
+    {"decode_records", (PyCFunction)(void (*)(void))decode_records,
+     METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "logrepair.format._records",
+    .m_doc = "Deep record decoding and checking for v2 batches; see logrepair.format.batch.",
+    .m_size = -1,
+    .m_methods = methods,
+};
+
+PyMODINIT_FUNC
+PyInit__records(void)
+{
+    PyObject *m = PyModule_Create(&module);
+#ifdef SOURCE_SHA256 /* set by setup.py: which source this build came from */
+    if (m != NULL && PyModule_AddStringConstant(m, "SOURCE_SHA256", SOURCE_SHA256) < 0)
+        Py_CLEAR(m);
+#endif
+    return m;
+}
