@@ -330,12 +330,16 @@ def run(journal: Journal, rebuild: IndexRebuilder) -> None:
             touched_dirs.add(parent_of(journal.t(action.to)))
         elif kind == "delete":
             dest = journal.q(saved["moved_to"])
-            disk.make_dirs(parent_of(dest))
+            make_dirs_durable(disk, parent_of(dest))
             touched_dirs.add(parent_of(dest))
             if disk.exists(path) and not (disk.exists(dest) and _made_later(journal, entry, path)):
                 # (Replayed after a crash with the file already moved, the name may belong to a
                 # later action's new file, e.g. the `.tmp` of a checkpoint write: that one stays.)
                 _move(disk, path, dest)
+                # The file's new name must be durable before anything makes its removal from the
+                # log dir durable (a later atomic write fsyncs that dir): where a rename is not
+                # atomic, a power loss in between would lose the file from both places.
+                disk.fsync_dir(parent_of(dest))
         elif kind == "rename":
             if disk.exists(path):
                 disk.rename(path, journal.t(action.to))
