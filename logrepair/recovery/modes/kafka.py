@@ -108,15 +108,14 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         return size
     end = scan.kafka_valid_bytes
     if scan.kafka_pieces and scan.kafka_piece_invalid is not None:
-        pp.plan.notes.append(
-            f"{seg.log}: after Kafka's overflow split, the recovery of the piece at offset "
+        return _leave(
+            pp,
+            seg,
+            f"after Kafka's overflow split, the recovery of the piece at offset "
             f"{scan.kafka_piece_invalid} finds offsets going back at an index entry "
             "(InvalidOffsetException); a base offset field, outside the CRC, is corrupt. Left as "
-            "it is; --mode point-in-time or salvage fixes it."
+            "it is",
         )
-        pp.recovered.discard(seg.log)
-        pp.unrecoverable.append(seg.base)
-        return 0
     if scan.kafka_pieces:
         pieces = []
         bounds = [pc.position for pc in scan.kafka_pieces[1:]] + [end]
@@ -127,15 +126,14 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
                 pieces.append(Piece(pc.position, stop, pc.base_offset, last))
         later = [s.base for s in pp.segs if s.base > seg.base]
         if later and max(pc.last_offset for pc in pieces) >= min(later):
-            pp.plan.notes.append(
-                f"{seg.log}: Kafka would split it into segments at offsets "
+            return _leave(
+                pp,
+                seg,
+                f"Kafka would split it into segments at offsets "
                 f"{[pc.first_offset for pc in pieces]}, past the next segment {min(later)} (a base "
                 "offset field, outside the CRC, is corrupt): that would reorder the log, so it is "
-                "left as it is; --mode point-in-time or salvage fixes it."
+                "left as it is",
             )
-            pp.recovered.discard(seg.log)
-            pp.unrecoverable.append(seg.base)
-            return 0
         split_segment(
             pp,
             seg,
@@ -180,3 +178,11 @@ def _replayed_txn_entries(
                 for base, data in raw.items()
             }
     return pp.replayed_txn
+
+
+def _leave(pp: PartitionPlan, seg: Seg, why: str) -> int:
+    """A segment Kafka's recovery would fail on, left as it is (the broker still meets it)."""
+    pp.plan.notes.append(f"{seg.log}: {why}; --mode point-in-time or salvage fixes it.")
+    pp.recovered.discard(seg.log)
+    pp.unrecoverable.append(seg.base)
+    return 0
