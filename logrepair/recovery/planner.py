@@ -71,15 +71,15 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
         else:
             epochs_from = salvage.plan_partition(pp)
         finish_partition(pp, epochs_from=epochs_from, mode=mode)
-        changed = len(plan.actions) > first_action
-        new_rp = plan_flush(pp, rp, changed and can_checkpoint)
-        if new_rp is not None:
-            flushed[p.tp] = new_rp
-        first_base = pp.segs[0].base if pp.segs else 0
         # Where kafka mode leaves offsets going back, Kafka's log end (after the last batch) and
         # verify's (after the last batch in order) differ: checkpoints are held to the lower one,
         # the safe side (more recovery, a lower high watermark).
         end = min(pp.log_end_offset, pp.verified_end_offset)
+        changed = len(plan.actions) > first_action
+        new_rp = plan_flush(pp, rp, end, changed and can_checkpoint)
+        if new_rp is not None:
+            flushed[p.tp] = new_rp
+        first_base = pp.segs[0].base if pp.segs else 0
         ends[p.tp] = (max(p.log_start_checkpoint or 0, first_base), end)
         partition_plans.append(pp)
     plan_checkpoints(scan, plan, ends, flushed)

@@ -16,8 +16,9 @@ from ..plan import Action
 from .partition_plan import PartitionPlan
 
 
-def plan_flush(pp: PartitionPlan, recovery_point: int, changed: bool) -> int | None:
-    """Plans the flush of a changed partition; returns its new recovery point (None: unchanged).
+def plan_flush(pp: PartitionPlan, recovery_point: int, end: int, changed: bool) -> int | None:
+    """Plans the flush of a changed partition; returns its new recovery point (None: unchanged),
+    `end` (its log end as checkpoints are held to) or lower.
 
     Where kafka mode left a segment at or after the old recovery point that Kafka's recovery fails
     on, the recovery point stops at that segment: moving past it would make the broker trust a
@@ -36,6 +37,5 @@ def plan_flush(pp: PartitionPlan, recovery_point: int, changed: bool) -> int | N
                 "the repair flushes what it changed, so the recovery point can move to the log end",
             )
         )
-    end = min(pp.log_end_offset, pp.verified_end_offset)
     stuck = [base for base in pp.unrecoverable if base >= pp.segs[start].base]
     return min([end, *stuck])
