@@ -148,9 +148,13 @@ class RecoverServer:
         clean_shutdown: bool = False,
         config: Mapping[str, object] | None = None,
         close: str = "handlers",
+        from_log_dir: bool = False,
     ) -> dict[str, Any]:
-        """Kafka's start-up recovery of one partition dir (see Recover.java for the answer's keys)."""
+        """Kafka's start-up recovery of one partition dir (see Recover.java for the answer's keys).
+        `from_log_dir` reads the recovery point, log start and clean-shutdown marker from the parent
+        log dir as LogManager does, instead of the values given."""
         request = {
+            "from_log_dir": from_log_dir,
             "dir": str(directory),
             "recovery_point": recovery_point,
             "log_start": log_start,

@@ -5,9 +5,12 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.KafkaStorageException;
 import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.server.util.KafkaScheduler;
+import org.apache.kafka.storage.internals.checkpoint.CleanShutdownFileHandler;
+import org.apache.kafka.storage.internals.checkpoint.OffsetCheckpointFile;
 import org.apache.kafka.storage.internals.log.LogConfig;
 import org.apache.kafka.storage.internals.log.LogDirFailureChannel;
 import org.apache.kafka.storage.internals.log.LogOffsetsListener;
@@ -35,10 +38,15 @@ import java.util.concurrent.ConcurrentHashMap;
  *
  * <pre>
  * recover DIR --recovery-point N --log-start N [--clean-shutdown] [--config KEY=VALUE]... [--close handlers|clean]
+ * recover DIR --from-log-dir [--config KEY=VALUE]... [--close handlers|clean]
  * recover --batch      (one JSON request per stdin line, one JSON answer per stdout line)
  * </pre>
  *
- * A request is {@code {"dir", "recovery_point", "log_start", "clean_shutdown", "config": {..}, "close"}}.
+ * A request is {@code {"dir", "recovery_point", "log_start", "clean_shutdown", "config": {..}, "close"}},
+ * or with {@code "from_log_dir": true} the recovery point, log start offset and clean-shutdown flag
+ * are read from the parent log dir as LogManager.loadLogs reads them (Kafka's OffsetCheckpointFile:
+ * a checkpoint that fails to read counts as empty, a partition missing from it starts at 0; the
+ * {@code .kafka_cleanshutdown} marker). The values used are in the answer.
  * The answer says what Kafka did: {@code log_end_offset}, {@code segments} kept (base offset, size),
  * files {@code deleted} (gone, or renamed to {@code .deleted} for the scheduler's asynchronous
  * delete), or {@code error} (class, message, and {@code offline}: true when LogManager would take the
@@ -111,6 +119,9 @@ public final class Recover {
                     if (!hasValue) return null;
                     request.put("log_start", Long.parseLong(args[++i]));
                     break;
+                case "--from-log-dir":
+                    request.put("from_log_dir", true);
+                    break;
                 case "--clean-shutdown":
                     request.put("clean_shutdown", true);
                     break;
@@ -141,6 +152,18 @@ public final class Recover {
         long logStart = request.path("log_start").asLong(0);
         boolean cleanShutdown = request.path("clean_shutdown").asBoolean(false);
         String close = request.path("close").asText("handlers");
+        ObjectNode answer = JSON.createObjectNode();
+        answer.put("dir", dir.getPath());
+        if (request.path("from_log_dir").asBoolean(false)) {
+            File logDir = dir.getParentFile();
+            TopicPartition tp = UnifiedLog.parseTopicPartitionName(dir);
+            recoveryPoint = readCheckpoint(logDir, "recovery-point-offset-checkpoint", tp, answer);
+            logStart = readCheckpoint(logDir, "log-start-offset-checkpoint", tp, answer);
+            cleanShutdown = new CleanShutdownFileHandler(logDir.getPath()).exists();
+        }
+        answer.put("used_recovery_point", recoveryPoint);
+        answer.put("used_log_start", logStart);
+        answer.put("used_clean_shutdown", cleanShutdown);
         Map<String, Object> props = new HashMap<>();
         props.put("file.delete.delay.ms", "86400000");
         Iterator<Map.Entry<String, JsonNode>> it = request.path("config").fields();
@@ -149,8 +172,6 @@ public final class Recover {
             props.put(e.getKey(), e.getValue().asText());
         }
 
-        ObjectNode answer = JSON.createObjectNode();
-        answer.put("dir", dir.getPath());
         Map<String, Long> before = listing(dir);
         LogDirFailureChannel failureChannel = new LogDirFailureChannel(10);
         UnifiedLog log = null;
@@ -182,6 +203,10 @@ public final class Recover {
             boolean offline = t instanceof IOException
                     || (t instanceof KafkaStorageException && cause instanceof IOException);
             error.put("offline", offline);
+            ArrayNode at = error.putArray("at");
+            Throwable root = cause != null ? cause : t;
+            StackTraceElement[] frames = root.getStackTrace();
+            for (int i = 0; i < Math.min(8, frames.length); i++) at.add(frames[i].toString());
         } finally {
             if (log != null) {
                 if (close.equals("clean")) log.close();
@@ -196,6 +221,17 @@ public final class Recover {
         ObjectNode files = answer.putObject("files");
         after.forEach(files::put);
         return answer;
+    }
+
+    /** LogManager.loadLogs: a checkpoint that cannot be read is an empty map (a warning), not a failure. */
+    private static long readCheckpoint(File logDir, String name, TopicPartition tp, ObjectNode answer) {
+        try {
+            Long value = new OffsetCheckpointFile(new File(logDir, name), new LogDirFailureChannel(1)).read().get(tp);
+            return value == null ? 0L : value;
+        } catch (Exception e) {
+            answer.put(name.replace('-', '_') + "_error", e.toString());
+            return 0L;
+        }
     }
 
     private static Map<String, Long> listing(File dir) {
