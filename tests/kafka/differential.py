@@ -10,14 +10,17 @@ all), logrepair repairs the other, and `compare` lists the divergences.
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
+import struct
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from logrepair.format.walker import Walker
-from logrepair.recovery.repair import RepairResult, repair
+from logrepair.recovery.repair import repair
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout
 from logrepair.storage.osdisk import OsDisk
@@ -52,7 +55,8 @@ class Outcome:
 
     case: Case
     kafka: dict[str, Any] = field(default_factory=dict)
-    repair: RepairResult | None = None
+    repair: dict[str, Any] = field(default_factory=dict)
+    """logrepair's result as `repair --json` prints it."""
     divergences: list[str] = field(default_factory=list)
     preallocation_only: list[str] = field(default_factory=list)
     """Index files equal but for Kafka's preallocated zeros (the active segment's)."""
@@ -117,8 +121,9 @@ def kafka_config(spec: WorkloadSpec) -> dict[str, int]:
     }
 
 
-def run_case(case: Case, work: Path, server: RecoverServer) -> Outcome | None:
-    """Builds `case` twice under `work`, recovers one copy with Kafka and repairs the other."""
+def run_case(case: Case, work: Path, server: RecoverServer, *, cli: bool = False) -> Outcome | None:
+    """Builds `case` twice under `work`, recovers one copy with Kafka and repairs the other
+    (in-process, or with `cli` through `logrepair repair --mode kafka --json` in a subprocess)."""
     built = build(case, work / "a")
     if built is None:
         return None
@@ -129,16 +134,50 @@ def run_case(case: Case, work: Path, server: RecoverServer) -> Outcome | None:
         outcome.kafka[pdir.name] = server.recover(
             pdir, from_log_dir=True, clean_shutdown=False, config=kafka_config(case.spec)
         )
-    outcome.repair = repair(
-        OsDisk(), str(ours), "kafka", settings_for(case.spec), quarantine_root=str(work / "q")
-    )
+    outcome.repair = (repair_cli if cli else repair_in_process)(ours, work / "q", case.spec)
     compare(built, ours, outcome)
     return outcome
 
 
+def repair_in_process(log_dir: Path, quarantine: Path, spec: WorkloadSpec) -> dict[str, Any]:
+    result = repair(
+        OsDisk(), str(log_dir), "kafka", settings_for(spec), quarantine_root=str(quarantine)
+    )
+    return result.to_json()
+
+
+def repair_cli(log_dir: Path, quarantine: Path, spec: WorkloadSpec) -> dict[str, Any]:
+    cfg = spec.config()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "logrepair",
+            "repair",
+            str(log_dir),
+            "--mode",
+            "kafka",
+            "--json",
+            "--quarantine",
+            str(quarantine),
+            "--index-interval-bytes",
+            str(cfg.index_interval_bytes),
+            "--segment-index-bytes",
+            str(cfg.segment_index_bytes),
+            "--message-max-bytes",
+            str(cfg.max_message_bytes),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode not in (0, 1):
+        raise AssertionError(f"logrepair repair exited {proc.returncode}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
+
+
 def compare(theirs: Path, ours: Path, outcome: Outcome) -> None:
     """Fills `outcome.divergences`: per partition, the segment files, indexes and log end."""
-    assert outcome.repair is not None
     for name, answer in outcome.kafka.items():
         if answer["error"] is not None:
             outcome.kafka_failed = True
@@ -149,6 +188,11 @@ def compare(theirs: Path, ours: Path, outcome: Outcome) -> None:
                     "does not say so"
                 )
             continue
+        if _says_kafka_fails(outcome.repair, name):
+            outcome.divergences.append(
+                f"{name}: logrepair says Kafka cannot load it, but Kafka does: "
+                + "; ".join(_failure_claims(outcome.repair, name))
+            )
         k_dir, o_dir = theirs / name, ours / name
         k_files = _segment_files(k_dir, answer)
         o_files = _segment_files(o_dir, None) if o_dir.is_dir() else {}
@@ -176,6 +220,11 @@ def compare(theirs: Path, ours: Path, outcome: Outcome) -> None:
                     f"{name}/{file}: differs (Kafka {len(k)} bytes, logrepair {len(o)}, first "
                     f"difference at {_first_difference(k, o)})"
                 )
+        k_epochs, o_epochs = _epochs(k_dir), _epochs(o_dir)
+        if k_epochs != o_epochs:
+            outcome.divergences.append(
+                f"{name}: leader epochs Kafka {k_epochs}, logrepair {o_epochs}"
+            )
         ours_end = log_end_offset(o_dir) if o_dir.is_dir() else None
         if ours_end != answer["log_end_offset"]:
             outcome.divergences.append(
@@ -183,13 +232,17 @@ def compare(theirs: Path, ours: Path, outcome: Outcome) -> None:
             )
 
 
-def _says_kafka_fails(result: RepairResult, partition: str) -> bool:
-    """logrepair's plan says, about this partition, that Kafka cannot load it (in a note, a defect
-    it leaves, or the reason of an action that repairs what Kafka fails on)."""
-    texts = [*result.plan.notes, *(str(d) for d in result.plan.left)]
-    texts += [f"{a.file}: {a.reason}" for a in result.plan.actions]
+def _failure_claims(result: dict[str, Any], partition: str) -> list[str]:
+    """What logrepair's plan says, about this partition, of Kafka failing to load it (in a note,
+    a defect it leaves, or the reason of an action that repairs what Kafka fails on)."""
+    texts = [*result["notes"], *(json.dumps(d) for d in result["left"])]
+    texts += [f"{a['file']}: {a['reason']}" for a in result["actions"]]
     words = ("does not start", "startup aborts", "start-up aborts", "offline")
-    return any(partition + "/" in t and any(w in t for w in words) for t in texts)
+    return [t for t in texts if partition + "/" in t and any(w in t for w in words)]
+
+
+def _says_kafka_fails(result: dict[str, Any], partition: str) -> bool:
+    return bool(_failure_claims(result, partition))
 
 
 def _segment_files(pdir: Path, answer: dict | None) -> dict[str, bytes]:
@@ -200,6 +253,14 @@ def _segment_files(pdir: Path, answer: dict | None) -> dict[str, bytes]:
         if p.name.endswith(SEGMENT_FILES) and p.name not in gone and p.is_file():
             out[p.name] = p.read_bytes()
     return out
+
+
+def _epochs(pdir: Path) -> list[str] | None:
+    """The leader-epoch-checkpoint's entry lines (a missing file reads as none, as Kafka's)."""
+    path = pdir / layout.LEADER_EPOCH_CHECKPOINT
+    if not path.exists():
+        return []
+    return path.read_text(errors="replace").splitlines()[2:]
 
 
 def _is_preallocation(kafka: bytes, ours: bytes) -> bool:
@@ -215,16 +276,24 @@ def _first_difference(a: bytes, b: bytes) -> int:
 
 
 def log_end_offset(pdir: Path) -> int | None:
-    """As Kafka computes it: the next offset after the last batch of the last segment, or that
-    segment's base offset when it holds none."""
+    """As Kafka's `readNextOffset` computes it: the next offset after the last batch of the last
+    segment, batches read by their size fields alone (no CRC check), or that segment's base
+    offset when it holds none."""
     logs = sorted(p for p in pdir.iterdir() if p.name.endswith(layout.LOG_SUFFIX))
     if not logs:
         return None
     data = logs[-1].read_bytes()
     end = int(logs[-1].name.split(".")[0])
-    for item in Walker(memoryview(data), file_size=len(data)):
-        if hasattr(item, "last_offset"):
-            end = item.last_offset + 1
+    position = 0
+    while position + 17 < len(data):
+        base, length = struct.unpack_from(">qi", data, position)
+        if length < 14 or position + 12 + length > len(data):
+            break
+        last = base
+        if data[position + 16] >= 2 and position + 27 <= len(data):
+            last += struct.unpack_from(">i", data, position + 23)[0]
+        end = last + 1
+        position += 12 + length
     return end
 
 
