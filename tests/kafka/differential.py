@@ -26,8 +26,9 @@ from logrepair.storage import layout
 from logrepair.storage.osdisk import OsDisk
 from simulator import inject
 from simulator.disk import SimDisk
-from simulator.faults import crash_states
-from simulator.workload import WorkloadSpec, run_workload
+from simulator.faults import CRASH_FAULTS, crash_states
+from simulator.inject import INJECT_FAULTS
+from simulator.workload import CODECS, WorkloadSpec, run_workload
 
 from .harness import RecoverServer
 
@@ -297,13 +298,103 @@ def log_end_offset(pdir: Path) -> int | None:
     return end
 
 
-def random_case(rng: random.Random, spec: WorkloadSpec, faults: list[str], injects: list[str]):
-    """A case from a seeded generator (the thorough run's driver uses it)."""
+def random_spec(rng: random.Random) -> WorkloadSpec:
+    """A small workload over the whole parameter space: every codec, transactions, compaction,
+    retention, truncations, leader epochs, several segments, both index intervals."""
+    segment_bytes = rng.choice([600, 1200, 4096])
+    records = rng.randint(1, 4)
+    lo = rng.randint(8, 120)
+    hi = min(lo + rng.randint(0, 200), (segment_bytes - 200) // records - 20)
+    return WorkloadSpec(
+        seed=rng.randrange(2**16),
+        partitions=rng.randint(1, 2),
+        appends=rng.randint(1, 40),
+        records=(1, records),
+        record_bytes=(min(lo, hi), hi),
+        keys=rng.randint(0, 8),
+        codecs=tuple(rng.sample(list(CODECS), rng.randint(1, 3))),
+        transactions=rng.choice([0.0, 0.3, 1.0]),
+        segment_bytes=segment_bytes,
+        index_interval_bytes=rng.choice([0, 64, 256, 4096]),
+        flush_every=rng.randint(0, 6),
+        checkpoint_every=rng.randint(0, 6),
+        retention_bytes=rng.choice([-1, 2500]),
+        retention_every=rng.randint(0, 5),
+        truncate_every=rng.choice([0, 7]),
+        leader_epoch_every=rng.choice([0, 5]),
+        compact_at_end=rng.random() < 0.2,
+    )
+
+
+def random_case(seed: int, n: int) -> Case:
+    """Case `n` of the seeded run `seed`: reproducible on its own, whatever ran before it."""
+    rng = random.Random(f"{seed}:{n}")
+    spec = random_spec(rng)
     return Case(
         spec,
-        rng.randrange(0, 600),
-        rng.choice(faults),
+        rng.randrange(0, 400),
+        rng.choice(list(CRASH_FAULTS)),
         rng.randrange(8),
-        rng.choice([None, *injects]),
+        rng.choice([None, None, *INJECT_FAULTS]),
         rng.randrange(1000),
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The long differential run: `python -m tests.kafka.differential --cases 5000 --seed 1`."""
+    import argparse
+    import collections
+    import re
+    import tempfile
+    import time
+
+    from .harness import recover_server
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--case", type=int, help="run only this case and keep its dirs")
+    args = parser.parse_args(argv)
+    numbers = [args.case] if args.case is not None else range(args.cases)
+    kinds: collections.Counter[str] = collections.Counter()
+    first: dict[str, str] = {}
+    stats: collections.Counter[str] = collections.Counter()
+    started = time.perf_counter()
+    shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    with recover_server() as server:
+        for n in numbers:
+            case = random_case(args.seed, n)
+            work = Path(tempfile.mkdtemp(prefix="oracle-", dir=shm))
+            try:
+                outcome = run_case(case, work, server)
+            finally:
+                if args.case is None:
+                    shutil.rmtree(work, ignore_errors=True)
+            if outcome is None:
+                stats["no partition at the crash"] += 1
+                continue
+            stats["cases"] += 1
+            stats["Kafka fails the partition"] += outcome.kafka_failed
+            stats["Kafka deletes a segment"] += any(
+                f.endswith(layout.LOG_SUFFIX)
+                for a in outcome.kafka.values()
+                for f in a.get("deleted", [])
+            )
+            stats["index differs only by preallocation"] += bool(outcome.preallocation_only)
+            for d in outcome.divergences:
+                key = re.sub(r"\d+", "N", d)[:160]
+                kinds[key] += 1
+                first.setdefault(key, f"case {n}: {d}")
+            if args.case is not None:
+                print(case)
+                print(json.dumps({"kafka": outcome.kafka, "repair": outcome.repair}, indent=1))
+                print(f"kept in {work}")
+    print(f"{dict(stats)} in {time.perf_counter() - started:.0f} s (seed {args.seed})")
+    print(f"divergences: {sum(kinds.values())}")
+    for key, count in kinds.most_common():
+        print(f"{count:6}  {first[key]}")
+    return 1 if kinds else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
