@@ -104,9 +104,14 @@ def _java_home(java: str) -> str:
 
 def command(sub: str, *args: str) -> list[str]:
     """The command line running harness subcommand SUB (building the harness first if needed)."""
+    return java_command(MAIN, sub, *args)
+
+
+def java_command(main_class: str, *args: str) -> list[str]:
+    """The command line running any main class on the harness's classpath (Kafka's own tools)."""
     target = ensure_built()
     classpath = f"{target / 'classes'}:{(target / 'classpath.txt').read_text().strip()}"
-    return [_tool("java", "JAVA"), *JVM_OPTIONS, "-cp", classpath, MAIN, sub, *args]
+    return [_tool("java", "JAVA"), *JVM_OPTIONS, "-cp", classpath, main_class, *args]
 
 
 def run(sub: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

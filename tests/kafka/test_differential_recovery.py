@@ -149,3 +149,60 @@ def test_recover_subcommand_reports_a_healthy_log(kafka_harness, tmp_path):
     # the active segment's indexes keep Kafka's preallocation (closed without trimming)
     active = pdir / layout.index_file_name(bases[-1])
     assert active.stat().st_size == 10 * 1024 * 1024
+
+
+def _torn_log_dir(root, recovery_point: int):
+    """A log dir of one partition (40 one-record batches over 8 segments) whose last segment
+    ends in half a batch, with the recovery point checkpointed at `recovery_point`."""
+    log_dir = root / "kafka-logs"
+    pdir = log_dir / "t-0"
+    log_with_records(pdir, 40)
+    (log_dir / layout.RECOVERY_POINT_CHECKPOINT).write_text(f"0\n1\nt 0 {recovery_point}\n")
+    last = sorted(pdir.glob("*.log"))[-1]
+    with open(last, "ab") as f:
+        f.write(last.read_bytes()[:40])  # the head of a batch whose body never reached the disk
+    return log_dir, pdir
+
+
+def _copies(root, log_dir):
+    theirs, ours = root / "a", root / "b"
+    shutil.copytree(log_dir, theirs / "kafka-logs")
+    shutil.copytree(log_dir, ours / "kafka-logs")
+    return theirs / "kafka-logs", ours / "kafka-logs"
+
+
+def test_departure_recovery_point_checkpointed_at_the_log_end(kafka_recover, tmp_path):
+    """docs/spec-notes.md: Kafka's loader leaves the recovery point at min(checkpoint, log end)
+    (only a later flush advances it); a repair flushes and checkpoints the new log end."""
+    from logrepair.recovery.repair import repair
+    from logrepair.recovery.settings import Settings
+    from logrepair.storage.osdisk import OsDisk
+
+    log_dir, _ = _torn_log_dir(tmp_path / "src", 12)
+    theirs, ours = _copies(tmp_path, log_dir)
+    answer = kafka_recover.recover(theirs / "t-0", from_log_dir=True)
+    repair(OsDisk(), str(ours), "kafka", Settings(), quarantine_root=str(tmp_path / "q"))
+    assert answer["error"] is None and answer["log_end_offset"] == 40
+    assert answer["recovery_point"] == 12
+    assert (ours / layout.RECOVERY_POINT_CHECKPOINT).read_text() == "0\n1\nt 0 40\n"
+    for log in (theirs / "t-0").glob("*.log"):  # the same bytes all the same
+        assert log.read_bytes() == (ours / "t-0" / log.name).read_bytes()
+
+
+def test_departure_clean_shutdown_marker_not_trusted(kafka_recover, tmp_path):
+    """docs/spec-notes.md: with the clean-shutdown marker Kafka skips recovery and keeps a torn
+    tail in the active segment; kafka mode always recovers as after an unclean shutdown."""
+    from logrepair.recovery.repair import repair
+    from logrepair.recovery.settings import Settings
+    from logrepair.storage.osdisk import OsDisk
+
+    log_dir, pdir = _torn_log_dir(tmp_path / "src", 40)
+    (log_dir / layout.CLEAN_SHUTDOWN_FILE).write_text('{"version":0,"brokerEpoch":1}')
+    theirs, ours = _copies(tmp_path, log_dir)
+    answer = kafka_recover.recover(theirs / "t-0", from_log_dir=True)
+    repair(OsDisk(), str(ours), "kafka", Settings(), quarantine_root=str(tmp_path / "q"))
+    assert answer["used_clean_shutdown"] is True and answer["error"] is None
+    assert answer["log_end_offset"] == 40
+    last = sorted(pdir.glob("*.log"))[-1].name
+    kept, cut = (theirs / "t-0" / last).read_bytes(), (ours / "t-0" / last).read_bytes()
+    assert len(kept) == len(cut) + 40 and kept.startswith(cut)
