@@ -54,7 +54,7 @@ def build_dir() -> Path:
 
 
 def _tool(name: str, env_var: str) -> str:
-    found = os.environ.get(env_var) or shutil.which(name)
+    found = shutil.which(os.environ.get(env_var) or name)
     if not found:
         raise HarnessUnavailable(f"Kafka oracle tests need {name} on PATH (or {env_var})")
     return found
