@@ -76,10 +76,8 @@ def build(case: Case, root: Path) -> Path | None:
 
     disk.listeners.append(at)
     run_workload(case.spec, disk)
-    if not states:
-        states.extend(crash_states(disk, len(disk.trace) - 1, [case.crash_fault], case.spec.seed))
-    if not states:
-        return None
+    if not states:  # past the end, or nothing pending there for this fault: the process dies
+        states.extend(crash_states(disk, len(disk.trace) - 1, ["process_crash"], case.spec.seed))
     state = states[case.variant % len(states)]
     state.image.write_to(str(root))
     log_dir = root / case.spec.log_dir.lstrip("/")
@@ -137,7 +135,35 @@ def run_case(case: Case, work: Path, server: RecoverServer, *, cli: bool = False
         )
     outcome.repair = (repair_cli if cli else repair_in_process)(ours, work / "q", case.spec)
     compare(built, ours, outcome)
+    reload_repaired(ours, outcome, server)
     return outcome
+
+
+def reload_repaired(ours: Path, outcome: Outcome, server: RecoverServer) -> None:
+    """Kafka loads logrepair's result (on a copy) as a restarted broker would: it must not fail
+    unless logrepair said it would, and its recovery must find nothing to cut or delete."""
+    again = ours.parent.parent / "again"
+    shutil.copytree(ours.parent, again, symlinks=True)
+    for pdir in partition_dirs(again / ours.name):
+        before = {p.name: p.stat().st_size for p in pdir.iterdir() if p.name.endswith(".log")}
+        answer = server.recover(
+            pdir, from_log_dir=True, clean_shutdown=False, config=kafka_config(outcome.case.spec)
+        )
+        if answer["error"] is not None:
+            if not _says_kafka_fails(outcome.repair, pdir.name):
+                err = answer["error"]
+                outcome.divergences.append(
+                    f"{pdir.name}: Kafka fails on logrepair's result ({err['class']}: "
+                    f"{err['message']}) and the plan does not say so"
+                )
+            continue
+        after = {s["base_offset"]: s["size"] for s in answer["segments"]}
+        kept = {layout.offset_from_file_name(n): size for n, size in before.items()}
+        if after != kept:
+            outcome.divergences.append(
+                f"{pdir.name}: Kafka's recovery of logrepair's result changes it: segments "
+                f"{kept} become {after}"
+            )
 
 
 def repair_in_process(log_dir: Path, quarantine: Path, spec: WorkloadSpec) -> dict[str, Any]:
