@@ -10,10 +10,12 @@ kept because the point of this mode is to reach the state the broker would reach
   every later segment is then deleted (§6.6), valid or not;
 - segments below the recovery point are not read: their defects are left, and reported.
 
-Indexes are rebuilt where Kafka would rebuild them and the existing ones disagree with the log; a
-valid index Kafka would merely rewrite identically is left alone, so a second run plans nothing. A
-recovered segment's transaction index is what a producer-state replay gives, as Kafka's recovery
-writes it; producer snapshots are not written (docs/spec-notes.md).
+A recovered segment gets the indexes Kafka's recovery writes wherever the existing ones differ
+from them (an identical one is left alone, so a second run plans nothing), and the transaction
+index Kafka's producer-state replay from its latest snapshot gives (`txn_replay`); producer
+snapshots are not written. Where Kafka's load would throw and the broker not start, the plan says
+so (docs/spec-notes.md, "Proven against Kafka 4.1.1": each rule here is checked against Kafka's own
+recovery by tests/kafka).
 """
 
 from __future__ import annotations
