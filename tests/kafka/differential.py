@@ -385,6 +385,7 @@ def main(argv: list[str] | None = None) -> int:
     kinds: collections.Counter[str] = collections.Counter()
     first: dict[str, str] = {}
     stats: collections.Counter[str] = collections.Counter()
+    faults: collections.Counter[str] = collections.Counter()
     started = time.perf_counter()
     shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
     with recover_server() as server:
@@ -400,6 +401,8 @@ def main(argv: list[str] | None = None) -> int:
                 stats["no partition at the crash"] += 1
                 continue
             stats["cases"] += 1
+            faults[case.crash_fault] += 1
+            faults[f"inject {case.inject}"] += case.inject is not None
             stats["Kafka fails the partition"] += outcome.kafka_failed
             stats["Kafka deletes a segment"] += any(
                 f.endswith(layout.LOG_SUFFIX)
@@ -416,6 +419,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(json.dumps({"kafka": outcome.kafka, "repair": outcome.repair}, indent=1))
                 print(f"kept in {work}")
     print(f"{dict(stats)} in {time.perf_counter() - started:.0f} s (seed {args.seed})")
+    print("cases by fault:", ", ".join(f"{k} {v}" for k, v in sorted(faults.items())))
     print(f"divergences: {sum(kinds.values())}")
     for key, count in kinds.most_common():
         print(f"{count:6}  {first[key]}")
