@@ -44,6 +44,13 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
                     "(KafkaException) and the broker does not start; kafka mode recovers the "
                     "segment and rebuilds the index instead, as for a corrupt one"
                 )
+            if seg.scan.kafka_invalid_offset:
+                pp.plan.notes.append(
+                    f"{seg.log}: Kafka recovers it while loading and throws there "
+                    "(InvalidOffsetException: offsets go back at an index entry), which nothing "
+                    "catches: the broker does not start. kafka mode empties it, as Kafka's "
+                    "recovery does for the same exception after loading"
+                )
             _recover(
                 pp,
                 seg,
