@@ -211,7 +211,9 @@ def scan_segment(
             )
             if not kafka_on:
                 continue
-            kept = _kafka_keeps_bad_magic(disk, path, item) if item.kind == "bad_magic" else None
+            # (a bad magic that runs to the end of the file is named `garbage_tail`)
+            bad_magic = item.kind in ("bad_magic", "garbage_tail")
+            kept = _kafka_keeps_bad_magic(disk, path, item) if bad_magic else None
             if item.kind not in CRC_VALID_KINDS and kept is None:
                 kafka_on = False
                 continue

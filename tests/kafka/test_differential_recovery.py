@@ -94,6 +94,14 @@ PINNED = {
     "the earliest open transaction starts in a zeroed segment: startup aborts": (7, 483),
     "a batch whose magic byte alone rotted: Kafka keeps it (its CRC holds)": (10, 265),
     "reorder over a sector a truncation cut off": (3, 229),
+    "a rotted magic byte in the only batch of a segment (a 'garbage tail'): Kafka keeps it": (
+        300,
+        2335,
+    ),
+    "a segment recovered while loading is recovered again, with the chain's producer state": (
+        300,
+        2344,
+    ),
 }
 
 
