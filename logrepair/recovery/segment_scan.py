@@ -213,7 +213,7 @@ def scan_segment(
                 continue
             # (a bad magic that runs to the end of the file is named `garbage_tail`)
             bad_magic = item.kind in ("bad_magic", "garbage_tail")
-            kept = _kafka_keeps_bad_magic(disk, path, item) if bad_magic else None
+            kept = kafka_keeps_bad_magic(disk, path, item) if bad_magic else None
             if item.kind not in CRC_VALID_KINDS and kept is None:
                 kafka_on = False
                 continue
@@ -412,7 +412,7 @@ def scan_segment(
     suspect = rewrite or seg.unordered or bool(seg.findings)  # offsets may go back somewhere
     # indexes that agree with the log can still differ from Kafka's rebuild (entries a crash
     # lost, another index.interval.bytes): a recovered segment gets Kafka's bytes
-    compare = not suspect and offset_check is not None and time_check is not None
+    compare = offset_check is not None and time_check is not None
     if (suspect or compare) and not seg.kafka_pieces and not seg.kafka_invalid_offset:
         try:
             kafka_index = recovery_index_bytes(
@@ -424,7 +424,7 @@ def scan_segment(
             seg.kafka_index_entries = len(kafka_index[0]) // 8
             if compare and offset_check is not None and time_check is not None:
                 seg.kafka_index_differs = kafka_index != (offset_check.raw, time_check.raw)
-                rewrite = seg.kafka_index_differs
+                rewrite = rewrite or seg.kafka_index_differs
             if rewrite:  # kept only where used, so memory follows the damage
                 seg.kafka_indexes = kafka_index
         except IndexOffsetOverflowError:
@@ -717,7 +717,7 @@ class _TimeIndexCheck(_IndexCheck):
         self.report()
 
 
-def _kafka_keeps_bad_magic(disk: Disk, path: str, defect: Defect) -> int | None:
+def kafka_keeps_bad_magic(disk: Disk, path: str, defect: Defect) -> int | None:
     """A batch with magic 3-127 is read by Kafka as v2 and kept when its CRC holds (the CRC does
     not cover the magic byte; spec-notes): its size, when that is so at the start of `defect`."""
     with disk.open(path) as f:
