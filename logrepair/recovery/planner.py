@@ -7,16 +7,19 @@ from .modes import kafka, point_in_time, salvage
 from .modes.checkpoints import plan_checkpoints
 from .modes.finish import finish_partition
 from .modes.flush import plan_flush
+from .modes.heal import HealSource
 from .modes.leftovers import start_partition
 from .modes.resolution import left_json, unresolved
 from .plan import Action, Plan
 from .scan import LogDirScan
 
 MODES = ("kafka", "point-in-time", "salvage")
+REPAIR_MODES = (*MODES, "heal")
+"""`heal` needs replicas (`heal=`): the modes a scan alone decides are MODES."""
 
 
-def make_plan(scan: LogDirScan, mode: str) -> Plan:
-    if mode not in MODES:
+def make_plan(scan: LogDirScan, mode: str, heal: HealSource | None = None) -> Plan:
+    if mode not in MODES and not (mode == "heal" and heal is not None):
         raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
     plan = Plan(mode, scan.root)
     if scan.clean_shutdown_marker:
@@ -68,6 +71,8 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
                 epochs_from = kafka.plan_partition(pp, rp)
         elif mode == "point-in-time":
             epochs_from = point_in_time.plan_partition(pp)
+        elif heal is not None:
+            epochs_from = heal.plan_partition(pp)
         else:
             epochs_from = salvage.plan_partition(pp)
         finish_partition(pp, epochs_from=epochs_from, mode=mode)
