@@ -1,0 +1,632 @@
+"""`heal` mode: every damaged range filled from another broker's copy of the partition.
+
+Followers copy the leader's batches byte for byte, so where one copy of a partition is damaged
+another usually holds the very bytes that were lost. Heal plans one partition in four steps:
+
+1. `_damaged_ranges`: where the local copy's valid batches are not joined (a corrupt or torn
+   batch, garbage, a segment emptied or lost, an offset hole, a tail lost below the high
+   watermark), as the local batches on either side of the range;
+2. `_fill`: for each range, stretches of a replica's batches that take up exactly where the local
+   batch before it ends (held byte for byte against it) and end where the local batch after it
+   begins (held byte for byte too), with a consistent history: each batch's leader epoch the one
+   both copies' leader-epoch checkpoints give its offsets (Kafka's OffsetsForLeaderEpoch rule: a
+   copy whose history diverged at or before the range is never used), only offsets below a high
+   watermark some copy checkpointed unless `--beyond-high-watermark` (then only where every
+   replica holding them agrees). What no replica has is left to salvage;
+3. `_layout`: the healed batches laid out by offset into segments (a replica's segment
+   boundaries are its own): a damaged segment is rewritten whole, a lost one written anew, and
+   where a range stays unfilled the batches after it continue in a segment of their own, as
+   salvage does;
+4. the common finish (indexes, transaction indexes, snapshots, leader epochs, checkpoints).
+
+Every segment written is one `write_file` action whose `pieces` name the byte ranges of local and
+replica files it is made of; the journal copies them into the quarantine before anything changes,
+so the run has every other mode's guarantees (undo, crash-safe replay, idempotence).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ...storage import layout
+from ...storage.disk import Disk, join
+from ..plan import Action
+from ..replicas import BatchRef, PartitionCopy, Step, epoch_at, make_copy, open_replica
+from ..segment_scan import Run, SegmentScan
+from ..settings import Settings
+from . import salvage
+from .partition_plan import INT_MAX, PartitionPlan, Seg
+
+
+@dataclass(slots=True)
+class Held:
+    """A batch of the healed partition and the copy it comes from."""
+
+    ref: BatchRef
+    copy: PartitionCopy
+    break_before: bool = False
+    """An unfilled damaged range lies just before it: it starts a segment of its own."""
+
+
+@dataclass(slots=True)
+class Range:
+    """One damaged range of a partition and what heal does with it (the report's unit)."""
+
+    topic: str
+    partition: int
+    first: int
+    last: int | None
+    """None: the tail, open to what the replicas hold (up to the committed bound)."""
+    filled: list[tuple[PartitionCopy, list[BatchRef]]] = field(default_factory=list)
+    complete: bool = False
+    lost: tuple[int, int] | None = None
+    not_used: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict:
+        return {
+            "topic": self.topic,
+            "partition": self.partition,
+            "offsets": [self.first, self.last],
+            "healed": self.complete,
+            "from": [
+                {
+                    "replica": copy.label,
+                    "offsets": [refs[0].base_offset, refs[-1].last_offset],
+                    "batches": len(refs),
+                    "pieces": [list(p) for p in _pieces([Held(r, copy) for r in refs])],
+                }
+                for copy, refs in self.filled
+            ],
+            "lost": None if self.lost is None else list(self.lost),
+            "not_used": [{"replica": k, "why": v} for k, v in self.not_used.items()],
+        }
+
+    def describe(self) -> list[str]:
+        last = "end" if self.last is None else str(self.last)
+        tp = f"{self.topic}-{self.partition}"
+        if self.complete and not self.filled and self.last is None:
+            state = "nothing committed lost"
+        elif self.complete:
+            state = "healed"
+        elif self.filled:
+            state = "partly healed"
+        else:
+            state = "not healed (salvage)"
+        lines = [f"{tp} offsets {self.first}..{last}: {state}"]
+        for copy, refs in self.filled:
+            where = ", ".join(
+                f"{f}@{pos}+{n}" for f, pos, n in _pieces([Held(r, copy) for r in refs])
+            )
+            lines.append(
+                f"    offsets {refs[0].base_offset}..{refs[-1].last_offset} "
+                f"({len(refs)} batches) from {copy.label}: {where}"
+            )
+        if self.lost is not None:
+            lines.append(f"    offsets {self.lost[0]}..{self.lost[1]} lost: no replica has them")
+        for label, why in self.not_used.items():
+            lines.append(f"    not used: {label}: {why}")
+        return lines
+
+
+class HealSource:
+    """The replicas a heal run reads, and what it did with them (`ranges`, `notes`)."""
+
+    def __init__(
+        self,
+        disk: Disk,
+        replicas: list[str],
+        settings: Settings,
+        *,
+        beyond_high_watermark: bool = False,
+        compacted: set | None = None,
+    ) -> None:
+        self.disk = disk
+        self.replicas = replicas
+        self.settings = settings
+        self.beyond_high_watermark = beyond_high_watermark
+        self.compacted = compacted or set()
+        """Topic-partitions the log dir's cleaner checkpoint lists (offset gaps are normal)."""
+        self.ranges: list[Range] = []
+        self.unusable: list[dict] = []
+        """Replicas that hold no usable copy of a partition, with why."""
+
+    # -- step 0: which partitions, which copies ---------------------------------------------------
+
+    def plan_partition(self, pp: PartitionPlan) -> int:
+        p = pp.p
+        if len(pp.segs) != len(p.segments) or any(
+            s.new_size is not None or s.derived or s.log != s.scan.name for s in pp.segs
+        ):
+            # an interrupted swap or split was finished first: the files heal would splice from
+            # are not yet those of the partition
+            pp.plan.notes.append(
+                f"{p.tp}: finished an interrupted swap first; salvaged, not healed"
+            )
+            return salvage.plan_partition(pp)
+        local = make_copy(
+            pp.plan.root,
+            self.disk,
+            p,
+            local=True,
+            compacted=p.tp in self.compacted,
+            high_watermark=p.high_watermark,
+        )
+        steps = list(local.walk(-1, p.settings.max_batch_size))
+        ranges = self._damaged_ranges(pp, local, steps)
+        if not ranges:
+            return 0
+        copies: list[PartitionCopy] = []
+        for path in self.replicas:
+            copy = open_replica(self.disk, path, p.tp, p.settings)
+            if isinstance(copy, str):
+                self.unusable.append({"replica": path, "partition": str(p.tp), "why": copy})
+            else:
+                copies.append(copy)
+        bound = max(
+            (c.high_watermark for c in [local, *copies] if c.high_watermark is not None),
+            default=None,
+        )
+        fills = {}
+        for a, b in ranges:
+            rng = self._fill(pp, local, copies, a, b, bound)
+            self.ranges.append(rng)
+            fills[(a, b)] = rng
+        _layout(pp, local, steps, fills)
+        return 0
+
+    # -- step 1: damaged ranges -------------------------------------------------------------------
+
+    def _damaged_ranges(
+        self, pp: PartitionPlan, local: PartitionCopy, steps: list[Step]
+    ) -> list[tuple[Step | None, Step | None]]:
+        """Pairs (batch before, batch after) around each damaged range; None at either end."""
+        segs = [s.scan for s in pp.segs]
+        out: list[tuple[Step | None, Step | None]] = []
+        if not segs:
+            return out
+
+        def damaged_between(a: Step | None, b: Step | None) -> bool:
+            first_seg = 0 if a is None else a.segment
+            last_seg = len(segs) - 1 if b is None else b.segment
+            if a is not None and a.batch.position + a.batch.size < segs[a.segment].size:
+                return True  # bytes after it in its segment
+            if b is not None and b.batch.position > 0:
+                return True  # bytes before it in its segment
+            inner = range(first_seg + (a is not None), last_seg + (b is None))
+            if any(segs[i].size for i in inner):
+                return True  # a whole segment between them holds no valid batch
+            if b is None and not local.compacted:
+                end = a.batch.last_offset + 1 if a is not None else segs[0].base_offset
+                return segs[-1].base_offset > end  # an emptied last segment past a hole
+            if a is not None and b is not None and b.batch.base_offset > a.batch.last_offset + 1:
+                return not local.compacted  # an offset hole compaction cannot explain
+            return False
+
+        previous: Step | None = None
+        for step in steps:
+            if not step.joined and damaged_between(previous, step):
+                out.append((previous, step))
+            previous = step
+        end = previous.batch.last_offset + 1 if previous is not None else pp.segs[0].base
+        hw = pp.p.high_watermark
+        if damaged_between(previous, None) or (hw is not None and end < hw):
+            out.append((previous, None))
+        return out
+
+    # -- step 2: filling a range ------------------------------------------------------------------
+
+    def _fill(
+        self,
+        pp: PartitionPlan,
+        local: PartitionCopy,
+        copies: list[PartitionCopy],
+        a: Step | None,
+        b: Step | None,
+        bound: int | None,
+    ) -> Range:
+        p = pp.p
+        first = a.batch.last_offset + 1 if a is not None else pp.segs[0].base
+        rng = Range(p.topic, p.partition, first, None if b is None else b.batch.base_offset - 1)
+        prev: tuple[PartitionCopy, BatchRef] | None = None if a is None else (local, a.batch)
+        after = None if b is None else (local, b.batch)
+        cursor = first
+        while True:
+            best: tuple[PartitionCopy, list[BatchRef], bool] | None = None
+            for copy in copies:
+                refs, reached, why = self._stretch(local, copy, copies, prev, cursor, after, bound)
+                if refs or reached:
+                    if best is None or (reached, _end(refs)) > (best[2], _end(best[1])):
+                        best = (copy, refs, reached)
+                if why is not None and not refs and not reached:
+                    rng.not_used.setdefault(copy.label, why)
+                elif why is not None:
+                    rng.not_used[copy.label] = f"used up to offset {_end(refs) - 1}: {why}"
+            if best is None:
+                break
+            copy, refs, reached = best
+            rng.not_used.pop(copy.label, None)
+            if refs:
+                rng.filled.append((copy, refs))
+                prev = (copy, refs[-1])
+                cursor = refs[-1].last_offset + 1
+            if reached or not refs:
+                rng.complete = reached
+                break
+        if not rng.complete:
+            end = rng.last if rng.last is not None else (None if bound is None else bound - 1)
+            if end is not None and cursor <= end:
+                rng.lost = (cursor, end)
+        if rng.last is None and not rng.complete:
+            # a tail is complete when it reaches what some copy committed (or all a replica has)
+            rng.complete = rng.lost is None
+        for copy in copies:
+            if copy not in [c for c, _ in rng.filled] and copy.label not in rng.not_used:
+                rng.not_used[copy.label] = "not needed"
+        return rng
+
+    def _stretch(
+        self,
+        local: PartitionCopy,
+        copy: PartitionCopy,
+        copies: list[PartitionCopy],
+        prev: tuple[PartitionCopy, BatchRef] | None,
+        cursor: int,
+        after: tuple[PartitionCopy, BatchRef] | None,
+        bound: int | None,
+    ) -> tuple[list[BatchRef], bool, str | None]:
+        """The batches `copy` holds from `cursor` on, joined, consistent and committed: (batches,
+        whether they reach the local batch after the range, why they stop)."""
+        cap = local.scan.settings.max_batch_size if local.scan.settings else None
+        start = prev[1].base_offset if prev is not None else cursor
+        out: list[BatchRef] = []
+        started = False
+        last_epoch = prev[1].epoch if prev is not None else -1
+        next_epoch = after[1].epoch if after is not None else None
+        latest_local = max((e for e, _ in local.leader_epochs or []), default=None)
+        for step in copy.walk(start, cap):
+            x = step.batch
+            if not started:
+                if prev is not None:
+                    mine = prev[1]
+                    if x.last_offset < mine.last_offset:
+                        continue
+                    if x.base_offset != mine.base_offset or not _same(copy, x, *prev):
+                        return (
+                            [],
+                            False,
+                            (
+                                f"diverged: its batch at offset {x.base_offset} differs from the "
+                                f"copy's batch at {mine.base_offset}..{mine.last_offset}"
+                            ),
+                        )
+                    started = True
+                    continue
+                if x.last_offset < cursor:
+                    continue
+                if x.base_offset < cursor:
+                    return (
+                        [],
+                        False,
+                        f"its batch {x.base_offset}..{x.last_offset} straddles {cursor}",
+                    )
+                at_start = step.segment == 0 and x.position == 0 and copy.compacted
+                if x.base_offset != cursor and not at_start:
+                    return [], False, f"damaged or missing: it holds no batch at offset {cursor}"
+                started = True
+            elif not step.joined:
+                return out, False, f"damaged at offset {(out[-1].last_offset if out else cursor)}+"
+            if after is not None and x.last_offset >= after[1].base_offset:
+                if x.base_offset == after[1].base_offset and _same(copy, x, *after):
+                    return out, True, None
+                return (
+                    out,
+                    False,
+                    (
+                        f"diverged: its batch at offset {x.base_offset} differs from the local batch "
+                        f"at {after[1].base_offset}"
+                    ),
+                )
+            why = self._inconsistent(local, copy, x, last_epoch, next_epoch, latest_local, after)
+            if why is not None:
+                return out, False, why
+            if bound is None or x.last_offset >= bound:
+                if not self.beyond_high_watermark:
+                    return (
+                        out,
+                        False,
+                        (
+                            "the rest is past every checkpointed high watermark"
+                            if bound is not None
+                            else "no copy checkpointed a high watermark (see --beyond-high-watermark)"
+                        ),
+                    )
+                disagree = self._disagreement(copy, copies, x, cap)
+                if disagree is not None:
+                    return out, False, disagree
+            out.append(x)
+            last_epoch = max(last_epoch, x.epoch)
+        if not started:
+            return [], False, "behind: it holds nothing from here"
+        return out, False, "behind: its log ends here"
+
+    @staticmethod
+    def _inconsistent(
+        local: PartitionCopy,
+        copy: PartitionCopy,
+        x: BatchRef,
+        last_epoch: int,
+        next_epoch: int | None,
+        latest_local: int | None,
+        after,
+    ) -> str | None:
+        """Why the batch `x` of `copy` is not part of the local copy's history, if it is not."""
+        if x.magic < 2:
+            return None
+        if x.epoch < last_epoch or (
+            next_epoch is not None and next_epoch >= 0 and x.epoch > next_epoch
+        ):
+            return f"diverged at offset {x.base_offset}: leader epoch {x.epoch} out of order"
+        if local.leader_epochs:
+            mine = epoch_at(local.leader_epochs, x.base_offset)
+            # An epoch newer than any the local copy knows, past what it committed, is what a
+            # follower fetches after truncating (Kafka's reconciliation); below its high
+            # watermark the local copy's epochs are the history, and another is a divergence.
+            committed = local.high_watermark
+            newer = (
+                after is None
+                and latest_local is not None
+                and x.epoch > latest_local
+                and (committed is None or x.base_offset >= committed)
+            )
+            if mine is not None and mine != x.epoch and not newer:
+                return (
+                    f"diverged at offset {x.base_offset}: leader epoch {x.epoch} there, "
+                    f"{mine} in the local leader-epoch-checkpoint"
+                )
+        if copy.leader_epochs:
+            theirs = epoch_at(copy.leader_epochs, x.base_offset)
+            if theirs is not None and theirs != x.epoch:
+                return (
+                    f"inconsistent at offset {x.base_offset}: its batch has leader epoch "
+                    f"{x.epoch}, its leader-epoch-checkpoint {theirs}"
+                )
+        return None
+
+    def _disagreement(
+        self, copy: PartitionCopy, copies: list[PartitionCopy], x: BatchRef, cap
+    ) -> str | None:
+        """Past the committed bound a batch is taken only where every replica holding its
+        offsets holds the same batch."""
+        for other in copies:
+            if other is copy:
+                continue
+            for step in other.walk(x.base_offset, cap):
+                y = step.batch
+                if y.last_offset < x.base_offset:
+                    continue
+                if y.base_offset <= x.last_offset and y.key != x.key:
+                    return (
+                        f"past the high watermark at offset {x.base_offset}, {other.label} "
+                        "holds another batch"
+                    )
+                break
+        return None
+
+
+def _end(refs: list[BatchRef]) -> int:
+    return refs[-1].last_offset + 1 if refs else -1
+
+
+def _same(copy: PartitionCopy, x: BatchRef, other_copy: PartitionCopy, y: BatchRef) -> bool:
+    """The two batches are byte for byte the same."""
+    return x.key == y.key and _read(copy, x) == _read(other_copy, y)
+
+
+def _read(copy: PartitionCopy, ref: BatchRef) -> bytes:
+    path = join(copy.scan.path, ref.file.rpartition("/")[2])
+    buf = bytearray(ref.size)
+    with copy.disk.open(path) as f:
+        n = f.read_into(ref.position, memoryview(buf))
+    return bytes(buf[:n])
+
+
+# -- step 3: layout ---------------------------------------------------------------------------------
+
+
+def _layout(pp: PartitionPlan, local: PartitionCopy, steps: list[Step], fills: dict) -> None:
+    """The healed batches, in offset order, into segments; the actions that write them."""
+    segs = list(pp.segs)
+    held: list[Held] = []
+    owners: list[int] = []
+    bases = [s.base for s in segs]
+    gaps = {id(b): (a, b) for a, b in fills}
+
+    def add_fill(key) -> bool:
+        rng: Range = fills[key]
+        for copy, refs in rng.filled:
+            for r in refs:
+                held.append(Held(r, copy))
+                owners.append(
+                    max(i for i, base in enumerate(bases) if base <= r.base_offset)
+                    if r.base_offset >= bases[0]
+                    else 0
+                )
+        if rng.lost is not None:
+            pp.plan.gaps.append(rng.lost)
+            pp.data_removed = True
+        return not rng.complete
+
+    for step in steps:
+        key = gaps.get(id(step))
+        broken = add_fill(key) if key is not None else False
+        held.append(Held(step.batch, local, break_before=broken))
+        owners.append(step.segment)
+    tail = next((k for k in fills if k[1] is None), None)
+    if tail is not None:
+        add_fill(tail)
+
+    damaged = {i for i, s in enumerate(segs) if s.scan.valid_bytes < s.scan.size}
+    rewritten = set(damaged)
+    new_after: dict[int, list[Held]] = {}
+    by_owner: dict[int, list[Held]] = {}
+    for h, owner in zip(held, owners, strict=True):
+        by_owner.setdefault(owner, []).append(h)
+    for owner, items in by_owner.items():
+        fills_here = [h for h in items if not h.copy.local]
+        if not fills_here or owner in rewritten:
+            continue
+        own_last = segs[owner].scan.last_offset
+        if own_last is None or fills_here[0].ref.base_offset < own_last:
+            rewritten.add(owner)
+        else:
+            new_after[owner] = fills_here
+            by_owner[owner] = [h for h in items if h.copy.local]
+    out: list[Seg] = []
+    for i, seg in enumerate(segs):
+        if i in rewritten:
+            out.extend(_rewrite(pp, seg, by_owner.get(i, []), out))
+        else:
+            out.append(seg)
+        if i in new_after:
+            out.extend(_write_new(pp, seg, new_after[i]))
+    pp.segs = out
+
+
+def _split(items: list[Held]) -> list[list[Held]]:
+    groups: list[list[Held]] = []
+    for h in items:
+        if not groups or h.break_before:
+            groups.append([])
+        groups[-1].append(h)
+    return groups
+
+
+def _rewrite(pp: PartitionPlan, seg: Seg, items: list[Held], before: list[Seg]) -> list[Seg]:
+    """A damaged segment (or one receiving healed batches) written anew from its healed batches."""
+    directory = seg.log.rpartition("/")[0]
+    damaged_bytes = seg.scan.size - seg.scan.valid_bytes
+    groups = _split(items)
+    if not groups:
+        previous_end = before[-1].end_offset if before else None
+        if previous_end is not None and previous_end > seg.base:
+            pp.delete_segment(seg, "an emptied segment whose name overlaps the previous one")
+            return []
+        groups = [[]]
+    out: list[Seg] = []
+    reuses = False
+    for n, group in enumerate(groups):
+        first = group[0] if group else None
+        keep_name = n == 0 and (
+            first is None
+            or first.ref.base_offset == seg.base
+            or (first.copy.local and first.ref.position == 0 and first.ref.file == seg.scan.name)
+        )
+        if keep_name:
+            rel, base = seg.log, seg.base
+            reuses = True
+        else:
+            name = layout.log_file_name(first.ref.base_offset)
+            rel = f"{directory}/{name}" if directory else name
+            base = first.ref.base_offset
+        out.append(
+            _write(
+                pp,
+                rel,
+                base,
+                group,
+                seg,
+                existing=keep_name,
+                removed=damaged_bytes if n == 0 else 0,
+            )
+        )
+    if not reuses:
+        pp.delete_segment_files(seg, "its batches moved to segments named by their offsets")
+    return out
+
+
+def _write_new(pp: PartitionPlan, after: Seg, items: list[Held]) -> list[Seg]:
+    """Healed batches past an intact segment's last batch: segments of their own."""
+    directory = after.log.rpartition("/")[0]
+    out = []
+    for group in _split(items):
+        name = layout.log_file_name(group[0].ref.base_offset)
+        rel = f"{directory}/{name}" if directory else name
+        out.append(
+            _write(pp, rel, group[0].ref.base_offset, group, after, existing=False, removed=0)
+        )
+    return out
+
+
+def _pieces(items: list[Held]) -> list[tuple[str, int, int]]:
+    """The byte ranges the batches come from, neighbouring ranges of one file merged."""
+    out: list[tuple[str, int, int]] = []
+    for h in items:
+        f, pos, n = h.ref.file, h.ref.position, h.ref.size
+        if out and out[-1][0] == f and out[-1][1] + out[-1][2] == pos:
+            out[-1] = (f, out[-1][1], out[-1][2] + n)
+        else:
+            out.append((f, pos, n))
+    return out
+
+
+def _write(
+    pp: PartitionPlan,
+    rel: str,
+    base: int,
+    group: list[Held],
+    origin: Seg,
+    *,
+    existing: bool,
+    removed: int,
+) -> Seg:
+    pieces = _pieces(group)
+    size = sum(n for _, _, n in pieces)
+    healed = sum(1 for h in group if not h.copy.local)
+    reason = (
+        f"healed: {healed} batches from replicas spliced in by offset"
+        if healed
+        else "salvage: the damaged byte ranges removed (no replica had them)"
+    )
+    pp.add(
+        Action(
+            "write_file",
+            rel,
+            reason,
+            pieces=pieces if pieces else None,
+            content=None if pieces else b"",
+            removed_bytes=removed,
+        )
+    )
+    scan = SegmentScan(base, rel, size)
+    if group:
+        scan.runs.append(Run(0, size, group[0].ref.base_offset, group[-1].ref.last_offset))
+    position = 0
+    top = -1
+    markers: list[tuple[int, int]] = []
+    entries = []
+    for h in group:
+        r = h.ref
+        if r.magic >= 2 and r.epoch > top:
+            scan.strict_epochs.append((r.epoch, r.base_offset, position))
+            top = r.epoch
+        scan.max_timestamp = max(scan.max_timestamp, r.max_timestamp)
+        position += r.size
+        if r.is_txn_marker:
+            markers.append((r.base_offset, r.last_offset))
+            entry = h.copy.txn_by_marker.get(r.base_offset)
+            if entry is not None:
+                entries.append(entry)
+    if group and group[-1].ref.last_offset - base > INT_MAX:
+        pp.plan.notes.append(f"{rel}: its offsets overflow a segment's relative range")
+    seg = Seg(
+        scan,
+        rel,
+        base,
+        derived=True,
+        rebuild=True,
+        txn_entries=entries,
+        disk_txn=origin.scan.txn_entries if existing else [],
+    )
+    if not existing:
+        pp.created.append(seg)
+    return seg
