@@ -97,6 +97,10 @@ def run_replicated(spec: ReplicaSpec, disk: Disk) -> ReplicaHistory:
         for n in range(1, spec.appends + 1):
             clock.advance(10)
             if spec.leader_every and n % spec.leader_every == 0:
+                # a clean election: the new leader is in sync (caught up) with the old one
+                for b in in_sync:
+                    for p in range(spec.partitions):
+                        _fetch(logs[leader][p], logs[b][p])
                 leader = in_sync[(in_sync.index(leader) + 1) % len(in_sync)]
                 epoch += 1
                 history.leaders.append((epoch, leader, logs[leader][0].log_end_offset))

@@ -11,8 +11,8 @@ import argparse
 
 from ..recovery.planner import REPAIR_MODES
 from ..recovery.repair import RepairResult, repair
-from ._recovery_options import add_command, emit, journaled_run
 from ._heal_options import heal_options, run_heal
+from ._recovery_options import add_command, emit, journaled_run
 
 
 def add_parser(subparsers) -> None:

@@ -67,7 +67,9 @@ def heal(
 
     def plan(scan: LogDirScan):
         source.compacted = set(scan.checkpoints.cleaner_offsets or {})
-        return make_plan(scan, "heal", heal=source)
+        plan = make_plan(scan, "heal", heal=source)
+        plan.left = [f for f in plan.left if not source.resolved(f)]
+        return plan
 
     result = _run(
         disk,

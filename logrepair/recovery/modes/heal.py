@@ -38,6 +38,10 @@ from . import salvage
 from .partition_plan import INT_MAX, PartitionPlan, Seg
 
 
+PAST_THE_END = ("producer_snapshot_stray", "leader_epoch_beyond_end")
+"""Findings that hold only while the log ends early: a heal that refills the log resolves them."""
+
+
 @dataclass(slots=True)
 class Held:
     """A batch of the healed partition and the copy it comes from."""
@@ -127,6 +131,8 @@ class HealSource:
         self.compacted = compacted or set()
         """Topic-partitions the log dir's cleaner checkpoint lists (offset gaps are normal)."""
         self.ranges: list[Range] = []
+        self.ends: dict[str, int] = {}
+        """Each healed partition's log end (by its dir relative to PATH)."""
         self.unusable: list[dict] = []
         """Replicas that hold no usable copy of a partition, with why."""
 
@@ -172,7 +178,15 @@ class HealSource:
             self.ranges.append(rng)
             fills[(a, b)] = rng
         _layout(pp, local, steps, fills)
+        self.ends[p.rel] = pp.log_end_offset
         return 0
+
+    def resolved(self, finding: dict) -> bool:
+        """A finding about a file past the log end that the heal gave back its data."""
+        if finding["kind"] not in PAST_THE_END or finding.get("offset") is None:
+            return False
+        end = self.ends.get(finding["file"].rpartition("/")[0])
+        return end is not None and finding["offset"] <= end
 
     # -- step 1: damaged ranges -------------------------------------------------------------------
 
@@ -598,6 +612,11 @@ def _write(
         )
     )
     scan = SegmentScan(base, rel, size)
+    if existing:
+        # a `.txnindex` found corrupt is rewritten, even where the healed batches agree with it
+        scan.index_findings = [
+            f for f in origin.scan.index_findings if f.kind == "txn_index_corrupt"
+        ]
     if group:
         scan.runs.append(Run(0, size, group[0].ref.base_offset, group[-1].ref.last_offset))
     position = 0
