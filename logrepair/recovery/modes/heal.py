@@ -37,7 +37,6 @@ from ..settings import Settings
 from . import salvage
 from .partition_plan import INT_MAX, PartitionPlan, Seg
 
-
 PAST_THE_END = ("producer_snapshot_stray", "leader_epoch_beyond_end")
 """Findings that hold only while the log ends early: a heal that refills the log resolves them."""
 
