@@ -50,6 +50,9 @@ class ReplicaSpec:
     unclean_at: int | None = None
     """After this many appends, an unclean leader election (see the module's docstring)."""
     diverged_broker: int = 0
+    out_of_sync_at: int | None = None
+    """After this many appends `out_of_sync_broker` stops fetching and leaves the in-sync set."""
+    out_of_sync_broker: int = 2
     seed: int = 0
     root: str = "/cluster"
 
@@ -81,7 +84,9 @@ def run_replicated(spec: ReplicaSpec, disk: Disk) -> ReplicaHistory:
         disk.fsync_dir(parent_of(d))
         locks.append(disk.lock(join(d, layout.LOCK_FILE)))
         seg_bytes = spec.segment_bytes[b % len(spec.segment_bytes)]
-        config = LogConfig(segment_bytes=seg_bytes, index_interval_bytes=512)
+        config = LogConfig(
+            segment_bytes=seg_bytes, index_interval_bytes=512, segment_index_bytes=4096
+        )
         logs.append(
             [
                 Log.open(disk, join(d, f"{TOPIC}-{p}"), config, clock=clock, scheduler=scheduler)
@@ -108,6 +113,8 @@ def run_replicated(spec: ReplicaSpec, disk: Disk) -> ReplicaHistory:
                 leader, epoch = _unclean_election(spec, logs, rng, epoch, history)
                 pid += 100  # the producers' state went with the truncated tails: new producers
                 in_sync = [b for b in range(spec.brokers) if b != spec.diverged_broker]
+            if spec.out_of_sync_at is not None and n == spec.out_of_sync_at:
+                in_sync = [b for b in in_sync if b != spec.out_of_sync_broker]
             p = rng.randrange(spec.partitions)
             _leader_append(spec, rng, logs[leader][p], epoch, pid + p, sequences)
             followers = [b for b in in_sync if b != leader]
