@@ -109,7 +109,7 @@ def explore_heal(spec: ReplicaSpec, opts: HealOptions) -> HealReport:
     run_replicated(spec, probe)
     rng = random.Random(opts.seed)
     points = sorted(rng.sample(range(len(probe.trace)), min(opts.samples, len(probe.trace))))
-    images: list[tuple[str, DiskImage]] = []
+    images: list[tuple[str, DiskImage, range]] = []
     disk = SimDisk()
 
     def at(op) -> None:
@@ -119,19 +119,19 @@ def explore_heal(spec: ReplicaSpec, opts: HealOptions) -> HealReport:
         for state in crash_states(
             disk, op.index, list(opts.faults), opts.seed, max_variants=opts.max_variants
         ):
-            images.append((f"{state.label} all brokers", state.image))
+            images.append((f"{state.label} all brokers", state.image, range(spec.brokers)))
             if opts.independent:
+                # the brokers still running are not damaged: only the crashed one is repaired
                 for b in range(spec.brokers):
-                    images.append(
-                        (f"{state.label} broker{b} alone", _merge(state.image, live, spec, b))
-                    )
+                    merged = _merge(state.image, live, spec, b)
+                    images.append((f"{state.label} broker{b} alone", merged, range(b, b + 1)))
 
     wanted = set(points)
     disk.listeners.append(at)
     run_replicated(spec, disk)
-    for label, image in images:
+    for label, image, brokers in images:
         report.states += 1
-        for b in range(spec.brokers):
+        for b in brokers:
             _check(spec, label, image, b, report)
     report.elapsed = time.monotonic() - started
     return report

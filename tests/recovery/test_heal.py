@@ -270,3 +270,41 @@ def test_property_random_damage_of_one_copy_heals_with_no_loss(template, tmp_pat
         ]
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_several_partitions_are_healed_each_from_its_own_copies(tmp_path):
+    root = tmp_path / "multi"
+    run_replicated(ReplicaSpec(appends=40, partitions=2, root=str(root), seed=8), DISK)
+    for p in (0, 1):
+        pdir = broker(root, 0) / f"{TOPIC}-{p}"
+        logs = sorted(x for x in pdir.iterdir() if x.name.endswith(".log"))
+        flip(logs[0], logs[0].stat().st_size // 2)
+    result, after = heal_checked(root, 0, [1, 2])
+    assert {(r.topic, r.partition) for r in result.source.ranges} == {(TOPIC, 0), (TOPIC, 1)}
+    assert all(r.complete for r in result.source.ranges) and not result.lost
+    healthy = inventory(DISK, str(broker(root, 1)))
+    assert not committed_equal(after, healthy, high_watermark(root, 0))
+
+
+def test_a_compacted_topic_heals_from_a_copy_whose_batches_agree(cluster):
+    from logrepair.format.batch import RecordBatch
+
+    # a compacted topic: broker0's cleaner dropped every other batch of its first segment
+    for n in range(3):
+        (broker(cluster, n) / layout.CLEANER_CHECKPOINT).write_text(f"0\n1\n{PARTITION} 0\n")
+    first = segments(cluster, 0)[0]
+    raw, kept, pos, i = first.read_bytes(), [], 0, 0
+    while pos < len(raw):
+        b = RecordBatch.parse(raw, pos)
+        if i % 2 == 0 or b.is_transactional:
+            kept.append(raw[pos : pos + b.size])
+        pos += b.size
+        i += 1
+    first.write_bytes(b"".join(kept))
+    for suffix in (".index", ".timeindex"):
+        first.with_suffix(suffix).unlink()
+    segs = segments(cluster, 1)
+    flip(segs[0], segs[0].stat().st_size // 2)
+    result, _ = heal_checked(cluster, 1, [0, 2])  # (every healed batch is a copy's)
+    (rng,) = [r for r in result.source.ranges if r.filled]
+    assert rng.complete and not result.lost
