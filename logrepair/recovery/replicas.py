@@ -86,14 +86,20 @@ class PartitionCopy:
         previous_end: tuple[int, int] | None = None  # (segment index, last offset) if clean end
         for n in range(first, len(segments)):
             seg = segments[n]
-            for r_index, run in enumerate(seg.runs):
-                joined_run = (
-                    r_index == 0
-                    and run.start == 0
-                    and previous_end is not None
-                    and previous_end[0] == n - 1
-                    and (self.compacted or run.first_offset == previous_end[1] + 1)
-                )
+            if seg.size == 0 and previous_end is not None:
+                previous_end = (n, previous_end[1])  # an empty segment hides nothing
+            run_end = None
+            for run in seg.runs:
+                if run_end is not None:
+                    joined_run = run.start == run_end  # split where nothing was damaged
+                else:
+                    joined_run = (
+                        run.start == 0
+                        and previous_end is not None
+                        and previous_end[0] == n - 1
+                        and (self.compacted or run.first_offset == previous_end[1] + 1)
+                    )
+                run_end = run.end
                 scan = LogScan(
                     self.disk,
                     join(self.scan.path, seg.name.rpartition("/")[2]),
@@ -113,9 +119,9 @@ class PartitionCopy:
                     )
                     is_first = False
             last_run = seg.runs[-1] if seg.runs else None
-            if last_run is not None and last_run.end == seg.size and len(seg.runs) >= 1:
+            if last_run is not None and last_run.end == seg.size:
                 previous_end = (n, last_run.last_offset)
-            else:
+            elif seg.size:
                 previous_end = None
 
 

@@ -28,27 +28,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ...storage import layout
 from ...storage.disk import Disk, join
-from ..plan import Action
 from ..replicas import BatchRef, PartitionCopy, Step, epoch_at, make_copy, open_replica
-from ..segment_scan import Run, SegmentScan
 from ..settings import Settings
 from . import salvage
-from .partition_plan import INT_MAX, PartitionPlan, Seg
+from .heal_layout import Held, layout_partition, pieces_of
+from .partition_plan import PartitionPlan
 
 PAST_THE_END = ("producer_snapshot_stray", "leader_epoch_beyond_end")
 """Findings that hold only while the log ends early: a heal that refills the log resolves them."""
-
-
-@dataclass(slots=True)
-class Held:
-    """A batch of the healed partition and the copy it comes from."""
-
-    ref: BatchRef
-    copy: PartitionCopy
-    break_before: bool = False
-    """An unfilled damaged range lies just before it: it starts a segment of its own."""
 
 
 @dataclass(slots=True)
@@ -76,7 +64,7 @@ class Range:
                     "replica": copy.label,
                     "offsets": [refs[0].base_offset, refs[-1].last_offset],
                     "batches": len(refs),
-                    "pieces": [list(p) for p in _pieces([Held(r, copy) for r in refs])],
+                    "pieces": [list(p) for p in pieces_of([Held(r, copy) for r in refs])],
                 }
                 for copy, refs in self.filled
             ],
@@ -95,10 +83,14 @@ class Range:
             state = "partly healed"
         else:
             state = "not healed (salvage)"
-        lines = [f"{tp} offsets {self.first}..{last}: {state}"]
+        if self.last is not None and self.last < self.first:
+            # damaged bytes between two batches whose offsets follow on: no offset was missing
+            lines = [f"{tp} damaged bytes before offset {self.first}: {state}"]
+        else:
+            lines = [f"{tp} offsets {self.first}..{last}: {state}"]
         for copy, refs in self.filled:
             where = ", ".join(
-                f"{f}@{pos}+{n}" for f, pos, n in _pieces([Held(r, copy) for r in refs])
+                f"{f}@{pos}+{n}" for f, pos, n in pieces_of([Held(r, copy) for r in refs])
             )
             lines.append(
                 f"    offsets {refs[0].base_offset}..{refs[-1].last_offset} "
@@ -112,7 +104,7 @@ class Range:
 
 
 class HealSource:
-    """The replicas a heal run reads, and what it did with them (`ranges`, `notes`)."""
+    """The replicas a heal run reads, and what it did with them (`ranges`, `unusable`)."""
 
     def __init__(
         self,
@@ -176,7 +168,7 @@ class HealSource:
             rng = self._fill(pp, local, copies, a, b, bound)
             self.ranges.append(rng)
             fills[(a, b)] = rng
-        _layout(pp, local, steps, fills)
+        layout_partition(pp, local, steps, fills)
         self.ends[p.rel] = pp.log_end_offset
         return 0
 
@@ -303,6 +295,15 @@ class HealSource:
                     mine = prev[1]
                     if x.last_offset < mine.last_offset:
                         continue
+                    if x.base_offset > mine.last_offset:
+                        return (
+                            [],
+                            False,
+                            (
+                                f"damaged or missing: it holds no batch at offsets "
+                                f"{mine.base_offset}..{mine.last_offset}"
+                            ),
+                        )
                     if x.base_offset != mine.base_offset or not _same(copy, x, *prev):
                         return (
                             [],
@@ -441,210 +442,3 @@ def _read(copy: PartitionCopy, ref: BatchRef) -> bytes:
     with copy.disk.open(path) as f:
         n = f.read_into(ref.position, memoryview(buf))
     return bytes(buf[:n])
-
-
-# -- step 3: layout ---------------------------------------------------------------------------------
-
-
-def _layout(pp: PartitionPlan, local: PartitionCopy, steps: list[Step], fills: dict) -> None:
-    """The healed batches, in offset order, into segments; the actions that write them."""
-    segs = list(pp.segs)
-    held: list[Held] = []
-    owners: list[int] = []
-    bases = [s.base for s in segs]
-    gaps = {id(b): (a, b) for a, b in fills}
-
-    def add_fill(key) -> bool:
-        rng: Range = fills[key]
-        for copy, refs in rng.filled:
-            for r in refs:
-                held.append(Held(r, copy))
-                owners.append(
-                    max(i for i, base in enumerate(bases) if base <= r.base_offset)
-                    if r.base_offset >= bases[0]
-                    else 0
-                )
-        if rng.lost is not None:
-            pp.plan.gaps.append(rng.lost)
-            pp.data_removed = True
-        return not rng.complete
-
-    for step in steps:
-        key = gaps.get(id(step))
-        broken = add_fill(key) if key is not None else False
-        held.append(Held(step.batch, local, break_before=broken))
-        owners.append(step.segment)
-    tail = next((k for k in fills if k[1] is None), None)
-    if tail is not None:
-        add_fill(tail)
-
-    damaged = {i for i, s in enumerate(segs) if s.scan.valid_bytes < s.scan.size}
-    rewritten = set(damaged)
-    new_after: dict[int, list[Held]] = {}
-    by_owner: dict[int, list[Held]] = {}
-    for h, owner in zip(held, owners, strict=True):
-        by_owner.setdefault(owner, []).append(h)
-    for owner, items in by_owner.items():
-        fills_here = [h for h in items if not h.copy.local]
-        if not fills_here or owner in rewritten:
-            continue
-        own_last = segs[owner].scan.last_offset
-        if own_last is None or fills_here[0].ref.base_offset < own_last:
-            rewritten.add(owner)
-        else:
-            new_after[owner] = fills_here
-            by_owner[owner] = [h for h in items if h.copy.local]
-    out: list[Seg] = []
-    for i, seg in enumerate(segs):
-        if i in rewritten:
-            out.extend(_rewrite(pp, seg, by_owner.get(i, []), out))
-        else:
-            out.append(seg)
-        if i in new_after:
-            out.extend(_write_new(pp, seg, new_after[i]))
-    pp.segs = out
-
-
-def _split(items: list[Held]) -> list[list[Held]]:
-    groups: list[list[Held]] = []
-    for h in items:
-        if not groups or h.break_before:
-            groups.append([])
-        groups[-1].append(h)
-    return groups
-
-
-def _rewrite(pp: PartitionPlan, seg: Seg, items: list[Held], before: list[Seg]) -> list[Seg]:
-    """A damaged segment (or one receiving healed batches) written anew from its healed batches."""
-    directory = seg.log.rpartition("/")[0]
-    damaged_bytes = seg.scan.size - seg.scan.valid_bytes
-    groups = _split(items)
-    if not groups:
-        previous_end = before[-1].end_offset if before else None
-        if previous_end is not None and previous_end > seg.base:
-            pp.delete_segment(seg, "an emptied segment whose name overlaps the previous one")
-            return []
-        groups = [[]]
-    out: list[Seg] = []
-    reuses = False
-    for n, group in enumerate(groups):
-        first = group[0] if group else None
-        keep_name = n == 0 and (
-            first is None
-            or first.ref.base_offset == seg.base
-            or (first.copy.local and first.ref.position == 0 and first.ref.file == seg.scan.name)
-        )
-        if keep_name:
-            rel, base = seg.log, seg.base
-            reuses = True
-        else:
-            name = layout.log_file_name(first.ref.base_offset)
-            rel = f"{directory}/{name}" if directory else name
-            base = first.ref.base_offset
-        out.append(
-            _write(
-                pp,
-                rel,
-                base,
-                group,
-                seg,
-                existing=keep_name,
-                removed=damaged_bytes if n == 0 else 0,
-            )
-        )
-    if not reuses:
-        pp.delete_segment_files(seg, "its batches moved to segments named by their offsets")
-    return out
-
-
-def _write_new(pp: PartitionPlan, after: Seg, items: list[Held]) -> list[Seg]:
-    """Healed batches past an intact segment's last batch: segments of their own."""
-    directory = after.log.rpartition("/")[0]
-    out = []
-    for group in _split(items):
-        name = layout.log_file_name(group[0].ref.base_offset)
-        rel = f"{directory}/{name}" if directory else name
-        out.append(
-            _write(pp, rel, group[0].ref.base_offset, group, after, existing=False, removed=0)
-        )
-    return out
-
-
-def _pieces(items: list[Held]) -> list[tuple[str, int, int]]:
-    """The byte ranges the batches come from, neighbouring ranges of one file merged."""
-    out: list[tuple[str, int, int]] = []
-    for h in items:
-        f, pos, n = h.ref.file, h.ref.position, h.ref.size
-        if out and out[-1][0] == f and out[-1][1] + out[-1][2] == pos:
-            out[-1] = (f, out[-1][1], out[-1][2] + n)
-        else:
-            out.append((f, pos, n))
-    return out
-
-
-def _write(
-    pp: PartitionPlan,
-    rel: str,
-    base: int,
-    group: list[Held],
-    origin: Seg,
-    *,
-    existing: bool,
-    removed: int,
-) -> Seg:
-    pieces = _pieces(group)
-    size = sum(n for _, _, n in pieces)
-    healed = sum(1 for h in group if not h.copy.local)
-    reason = (
-        f"healed: {healed} batches from replicas spliced in by offset"
-        if healed
-        else "salvage: the damaged byte ranges removed (no replica had them)"
-    )
-    pp.add(
-        Action(
-            "write_file",
-            rel,
-            reason,
-            pieces=pieces if pieces else None,
-            content=None if pieces else b"",
-            removed_bytes=removed,
-        )
-    )
-    scan = SegmentScan(base, rel, size)
-    if existing:
-        # a `.txnindex` found corrupt is rewritten, even where the healed batches agree with it
-        scan.index_findings = [
-            f for f in origin.scan.index_findings if f.kind == "txn_index_corrupt"
-        ]
-    if group:
-        scan.runs.append(Run(0, size, group[0].ref.base_offset, group[-1].ref.last_offset))
-    position = 0
-    top = -1
-    markers: list[tuple[int, int]] = []
-    entries = []
-    for h in group:
-        r = h.ref
-        if r.magic >= 2 and r.epoch > top:
-            scan.strict_epochs.append((r.epoch, r.base_offset, position))
-            top = r.epoch
-        scan.max_timestamp = max(scan.max_timestamp, r.max_timestamp)
-        position += r.size
-        if r.is_txn_marker:
-            markers.append((r.base_offset, r.last_offset))
-            entry = h.copy.txn_by_marker.get(r.base_offset)
-            if entry is not None:
-                entries.append(entry)
-    if group and group[-1].ref.last_offset - base > INT_MAX:
-        pp.plan.notes.append(f"{rel}: its offsets overflow a segment's relative range")
-    seg = Seg(
-        scan,
-        rel,
-        base,
-        derived=True,
-        rebuild=True,
-        txn_entries=entries,
-        disk_txn=origin.scan.txn_entries if existing else [],
-    )
-    if not existing:
-        pp.created.append(seg)
-    return seg
