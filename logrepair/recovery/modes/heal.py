@@ -189,6 +189,7 @@ class HealSource:
         out: list[tuple[Step | None, Step | None]] = []
         if not segs:
             return out
+        start = _log_start(pp)
 
         def damaged_between(a: Step | None, b: Step | None) -> bool:
             first_seg = 0 if a is None else a.segment
@@ -200,19 +201,19 @@ class HealSource:
             inner = range(first_seg + (a is not None), last_seg + (b is None))
             if any(segs[i].size for i in inner):
                 return True  # a whole segment between them holds no valid batch
-            if b is None and not local.compacted:
-                end = a.batch.last_offset + 1 if a is not None else segs[0].base_offset
+            if local.compacted:
+                return False  # offset holes are compaction's
+            end = a.batch.last_offset + 1 if a is not None else start
+            if b is None:
                 return segs[-1].base_offset > end  # an emptied last segment past a hole
-            if a is not None and b is not None and b.batch.base_offset > a.batch.last_offset + 1:
-                return not local.compacted  # an offset hole compaction cannot explain
-            return False
+            return b.batch.base_offset > end  # an offset hole (an emptied first segment too)
 
         previous: Step | None = None
         for step in steps:
             if not step.joined and damaged_between(previous, step):
                 out.append((previous, step))
             previous = step
-        end = previous.batch.last_offset + 1 if previous is not None else pp.segs[0].base
+        end = previous.batch.last_offset + 1 if previous is not None else start
         hw = pp.p.high_watermark
         if damaged_between(previous, None) or (hw is not None and end < hw):
             out.append((previous, None))
@@ -230,7 +231,7 @@ class HealSource:
         bound: int | None,
     ) -> Range:
         p = pp.p
-        first = a.batch.last_offset + 1 if a is not None else pp.segs[0].base
+        first = a.batch.last_offset + 1 if a is not None else _log_start(pp)
         rng = Range(p.topic, p.partition, first, None if b is None else b.batch.base_offset - 1)
         prev: tuple[PartitionCopy, BatchRef] | None = None if a is None else (local, a.batch)
         after = None if b is None else (local, b.batch)
@@ -425,6 +426,11 @@ class HealSource:
                     )
                 break
         return None
+
+
+def _log_start(pp: PartitionPlan) -> int:
+    """Where the partition starts: its first segment's base, or the checkpointed log start."""
+    return max(pp.p.log_start_checkpoint or 0, pp.segs[0].base)
 
 
 def _end(refs: list[BatchRef]) -> int:
