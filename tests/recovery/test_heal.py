@@ -229,7 +229,9 @@ DAMAGE = st.lists(
 
 
 @settings(
-    max_examples=5,
+    # each example builds and heals a copy of a three-broker cluster: few by default, many under
+    # HYPOTHESIS_PROFILE=thorough
+    max_examples=400 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 5,
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture],
     phases=[Phase.explicit, Phase.reuse, Phase.generate],
