@@ -17,3 +17,21 @@ def test_heal_explored_over_crash_states_of_three_brokers():
     assert report.cases > 0
     assert not report.worse_than_local()
     assert report.lossless["heal"] == report.cases
+
+
+def test_logsim_replicas_prints_the_figures_as_json():
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run(
+        [sys.executable, "-m", "simulator.cli", "replicas", "--samples", "2", "--appends", "20"]
+        + ["--json"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert set(data["lossless"]) == {"heal", "kafka", "salvage"}
+    assert data["crash_states"] > 0 and data["violations"] == []
