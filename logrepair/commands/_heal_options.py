@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 
 from ..cli import InputError
@@ -35,6 +36,9 @@ def run_heal(args: argparse.Namespace, render: Callable[[RepairResult], str]) ->
     if not args.replica:
         raise InputError("logrepair: --mode heal needs at least one --replica REPLICA_PATH")
     replicas = [absolute(r) for r in args.replica]
+    for r in replicas:
+        if not os.path.isdir(r):
+            raise InputError(f"logrepair: replica {r}: no such directory")
     found = {}
 
     def run(disk, path, settings, **kw):

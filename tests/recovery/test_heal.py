@@ -203,6 +203,7 @@ def test_cli_dry_run_names_the_replica_file_and_position_then_heals(cluster):
     [
         (["--mode", "heal"], "needs at least one --replica"),
         (["--mode", "salvage", "--replica", "/x"], "only for --mode heal"),
+        (["--mode", "heal", "--replica", "/nonexistent/broker"], "no such directory"),
     ],
 )
 def test_cli_heal_options_are_checked(cluster, args, message):
