@@ -63,7 +63,7 @@ def heal(
     for r in replicas:
         if _inside(r, path) or _inside(path, r):
             raise RepairRefused(f"replica {r} overlaps {path}: a replica is another broker's copy")
-    source = HealSource(disk, replicas, settings, beyond_high_watermark=beyond_high_watermark)
+    source = HealSource(disk, replicas, beyond_high_watermark=beyond_high_watermark)
 
     def plan(scan: LogDirScan):
         source.compacted = set(scan.checkpoints.cleaner_offsets or {})

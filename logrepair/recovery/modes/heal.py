@@ -13,7 +13,7 @@ another usually holds the very bytes that were lost. Heal plans one partition in
    copy whose history diverged at or before the range is never used), only offsets below a high
    watermark some copy checkpointed unless `--beyond-high-watermark` (then only where every
    replica holding them agrees). What no replica has is left to salvage;
-3. `_layout`: the healed batches laid out by offset into segments (a replica's segment
+3. `heal_layout.layout_partition`: the healed batches laid out by offset into segments (a replica's segment
    boundaries are its own): a damaged segment is rewritten whole, a lost one written anew, and
    where a range stays unfilled the batches after it continue in a segment of their own, as
    salvage does;
@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 
 from ...storage.disk import Disk, join
 from ..replicas import BatchRef, PartitionCopy, Step, epoch_at, make_copy, open_replica
-from ..settings import Settings
 from . import salvage
 from .heal_layout import Held, layout_partition, pieces_of
 from .partition_plan import PartitionPlan
@@ -110,14 +109,12 @@ class HealSource:
         self,
         disk: Disk,
         replicas: list[str],
-        settings: Settings,
         *,
         beyond_high_watermark: bool = False,
         compacted: set | None = None,
     ) -> None:
         self.disk = disk
         self.replicas = replicas
-        self.settings = settings
         self.beyond_high_watermark = beyond_high_watermark
         self.compacted = compacted or set()
         """Topic-partitions the log dir's cleaner checkpoint lists (offset gaps are normal)."""
@@ -292,44 +289,17 @@ class HealSource:
         for step in copy.walk(start, cap):
             x = step.batch
             if not started:
-                if prev is not None:
-                    mine = prev[1]
-                    if x.last_offset < mine.last_offset:
-                        continue
-                    if x.base_offset > mine.last_offset:
-                        return (
-                            [],
-                            False,
-                            (
-                                f"damaged or missing: it holds no batch at offsets "
-                                f"{mine.base_offset}..{mine.last_offset}"
-                            ),
-                        )
-                    if x.base_offset != mine.base_offset or not _same(copy, x, *prev):
-                        return (
-                            [],
-                            False,
-                            (
-                                f"diverged: its batch at offset {x.base_offset} differs from the "
-                                f"copy's batch at {mine.base_offset}..{mine.last_offset}"
-                            ),
-                        )
-                    started = True
+                where, why = _where_it_starts(copy, step, prev, cursor)
+                if why is not None:
+                    return [], False, why
+                if where == SKIP:
                     continue
-                if x.last_offset < cursor:
-                    continue
-                if x.base_offset < cursor:
-                    return (
-                        [],
-                        False,
-                        f"its batch {x.base_offset}..{x.last_offset} straddles {cursor}",
-                    )
-                at_start = step.segment == 0 and x.position == 0 and copy.compacted
-                if x.base_offset != cursor and not at_start:
-                    return [], False, f"damaged or missing: it holds no batch at offset {cursor}"
                 started = True
+                if where == AT_PREVIOUS:
+                    continue
             elif not step.joined:
-                return out, False, f"damaged at offset {(out[-1].last_offset if out else cursor)}+"
+                before = out[-1].last_offset if out else cursor - 1
+                return out, False, f"damaged or missing after offset {before}"
             if after is not None and x.last_offset >= after[1].base_offset:
                 if x.base_offset == after[1].base_offset and _same(copy, x, *after):
                     return out, True, None
@@ -426,6 +396,41 @@ class HealSource:
                     )
                 break
         return None
+
+
+SKIP, AT_PREVIOUS, FIRST = "skip", "at previous", "first"
+
+
+def _where_it_starts(
+    copy: PartitionCopy, step: Step, prev: tuple[PartitionCopy, BatchRef] | None, cursor: int
+) -> tuple[str, str | None]:
+    """Where a copy's walk meets the range: before it (SKIP), at the batch before the range, held
+    byte for byte against the one already taken (AT_PREVIOUS), or at the range's first offset
+    (FIRST); with why the copy cannot be used from here, if it cannot."""
+    x = step.batch
+    if prev is not None:
+        mine = prev[1]
+        if x.last_offset < mine.last_offset:
+            return SKIP, None
+        if x.base_offset > mine.last_offset:
+            return SKIP, (
+                f"damaged or missing: it holds no batch at offsets "
+                f"{mine.base_offset}..{mine.last_offset}"
+            )
+        if x.base_offset != mine.base_offset or not _same(copy, x, *prev):
+            return SKIP, (
+                f"diverged: its batch at offset {x.base_offset} differs from the copy's batch at "
+                f"{mine.base_offset}..{mine.last_offset}"
+            )
+        return AT_PREVIOUS, None
+    if x.last_offset < cursor:
+        return SKIP, None
+    if x.base_offset < cursor:
+        return SKIP, f"its batch {x.base_offset}..{x.last_offset} straddles offset {cursor}"
+    at_start = step.segment == 0 and x.position == 0 and copy.compacted
+    if x.base_offset != cursor and not at_start:
+        return SKIP, f"damaged or missing: it holds no batch at offset {cursor}"
+    return FIRST, None
 
 
 def _log_start(pp: PartitionPlan) -> int:
