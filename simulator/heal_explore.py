@@ -218,7 +218,7 @@ def _heal_invariants(spec, state, base, disk, log_dir, others, before, after, re
     problems = [(FROM_REPLICAS, p) for p in from_replicas(before, after, replicas)]
     problems += [
         (HEAL_WELL_FORMED, p)
-        for p in well_formed(disk, log_dir, "salvage", Settings(), result.plan.left)
+        for p in well_formed(disk, log_dir, "salvage", Settings(), result.plan.left, result.scan)
     ]
     if spec.unclean_at is not None:
         div = spec.log_dir(spec.diverged_broker)

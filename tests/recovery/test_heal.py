@@ -82,7 +82,8 @@ def heal_checked(root: Path, n: int, replicas: list[int], **kw):
     before = inventory(DISK, path)
     result = heal(DISK, path, Settings(), others, **kw)
     after = inventory(DISK, path)
-    problems = well_formed(DISK, path, "salvage", Settings(), result.result.plan.left)
+    plan = result.result.plan
+    problems = well_formed(DISK, path, "salvage", Settings(), plan.left, result.result.scan)
     problems += from_replicas(before, after, [inventory(DISK, r) for r in others])
     problems += accounted(DISK, result.result.plan, result.result.quarantine)
     again = heal(DISK, path, Settings(), others, dry_run=True, **kw)
