@@ -312,3 +312,16 @@ def test_a_compacted_topic_heals_from_a_copy_whose_batches_agree(cluster):
     result, _ = heal_checked(cluster, 1, [0, 2])  # (every healed batch is a copy's)
     (rng,) = [r for r in result.source.ranges if r.filled]
     assert rng.complete and not result.lost
+
+
+def test_a_leader_epoch_flipped_outside_the_crc_is_healed_from_a_replica(cluster):
+    from logrepair.format.batch import RecordBatch
+
+    seg = segments(cluster, 1)[2]
+    raw = seg.read_bytes()
+    second = RecordBatch.parse(raw, 0).size  # the segment's second batch
+    flip(seg, second + 13)  # a bit of its partition leader epoch (bytes 12..15, not in the CRC)
+    committed = high_watermark(cluster, 1)
+    result, after = heal_checked(cluster, 1, [0, 2])
+    assert [r.complete for r in result.source.ranges] == [True]
+    assert not committed_equal(after, inventory(DISK, str(broker(cluster, 0))), committed)

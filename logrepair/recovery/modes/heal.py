@@ -26,7 +26,7 @@ so the run has every other mode's guarantees (undo, crash-safe replay, idempoten
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ...storage.disk import Disk, join
 from ..replicas import BatchRef, PartitionCopy, Step, epoch_at, make_copy, open_replica
@@ -145,7 +145,7 @@ class HealSource:
             compacted=p.tp in self.compacted,
             high_watermark=p.high_watermark,
         )
-        steps = list(local.walk(-1, p.settings.max_batch_size))
+        steps = _drop_contradicted(local, list(local.walk(-1, p.settings.max_batch_size)))
         ranges = self._damaged_ranges(pp, local, steps)
         if not ranges:
             return 0
@@ -396,6 +396,30 @@ class HealSource:
                     )
                 break
         return None
+
+
+def _drop_contradicted(local: PartitionCopy, steps: list[Step]) -> list[Step]:
+    """Leaves out the local batches whose leader epoch, a field the CRC does not cover, both
+    breaks the order of epochs next to it and contradicts the leader-epoch checkpoint: bit rot
+    there leaves a batch that looks valid. Its offsets become a damaged range like any other."""
+    if not local.leader_epochs:
+        return steps
+    out: list[Step] = []
+    dropped = False
+    for i, step in enumerate(steps):
+        x = step.batch
+        before = steps[i - 1].batch if i else None
+        after = steps[i + 1].batch if i + 1 < len(steps) else None
+        expected = epoch_at(local.leader_epochs, x.base_offset)
+        out_of_order = (before is not None and before.magic >= 2 and x.epoch < before.epoch) or (
+            after is not None and after.magic >= 2 and x.epoch > after.epoch
+        )
+        if x.magic >= 2 and expected not in (None, x.epoch) and out_of_order:
+            dropped = True
+            continue
+        out.append(replace(step, joined=False) if dropped else step)
+        dropped = False
+    return out
 
 
 SKIP, AT_PREVIOUS, FIRST = "skip", "at previous", "first"

@@ -71,7 +71,7 @@ def layout_partition(
         if not fills_here or owner in rewritten:
             continue
         own_last = segs[owner].scan.last_offset
-        if own_last is None or fills_here[0].ref.base_offset < own_last:
+        if own_last is None or fills_here[0].ref.base_offset <= own_last:
             rewritten.add(owner)
         else:
             new_after[owner] = fills_here
