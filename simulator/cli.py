@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Sequence
 
+from logrepair.recovery import notation
 from simulator.disk import PersistenceModel
 from simulator.explore import ALL_FAULTS, ExploreError, ExploreOptions, explore, shrink
 from simulator.faults import CRASH_FAULTS
@@ -198,7 +199,7 @@ def _inject(args: argparse.Namespace) -> int:
         print(json.dumps([d.to_json() for d in damage], indent=2))
     else:
         for d in damage:
-            print(f"{d.fault}: {d.file} @{d.position}+{d.length}: {d.detail}")
+            print(f"{d.fault}: {d.file} {notation.at(d.position, d.length)}: {d.detail}")
     return 0
 
 

@@ -183,7 +183,8 @@ def test_repair_refuses_a_log_dir_whose_lock_a_live_process_holds(damaged):
     finally:
         holder.kill()
         holder.wait()
-    assert cli("repair", str(damaged), "--mode", "kafka").returncode == 1
+    # kafka mode only cuts the zero padding (the corrupt batch is below the recovery point)
+    assert cli("repair", str(damaged), "--mode", "kafka").returncode == 0
 
 
 def test_quarantine_inside_the_log_dir_is_refused(damaged):

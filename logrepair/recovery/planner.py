@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 from ..storage import layout
+from ..storage.layout import TopicPartition
 from .modes import kafka, point_in_time, salvage
 from .modes.checkpoints import plan_checkpoints
 from .modes.finish import finish_partition
 from .modes.flush import plan_flush
 from .modes.leftovers import start_partition
+from .modes.partition_plan import PartitionPlan
 from .modes.resolution import left_json, unresolved
+from .loss import PartitionLoss, partition_actions, partition_loss
 from .plan import Action, Plan
 from .scan import LogDirScan
 
@@ -45,7 +48,7 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
             )
     if not scan.is_log_dir and mode == "kafka":
         plan.notes.append("a partition dir on its own: recovered whole (recovery point 0)")
-    partition_plans = []
+    partition_plans: list[tuple[PartitionPlan, int]] = []
     ends = {}
     flushed = {}
     # a recovery point can be checkpointed only in a well-formed recovery-point file
@@ -81,10 +84,39 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
             flushed[p.tp] = new_rp
         first_base = pp.segs[0].base if pp.segs else 0
         ends[p.tp] = (max(p.log_start_checkpoint or 0, first_base), end)
-        partition_plans.append(pp)
-    plan_checkpoints(scan, plan, ends, flushed)
-    plan.left = left_json(unresolved(scan, plan, partition_plans), mode)
+        partition_plans.append((pp, end))
+    after = plan_checkpoints(scan, plan, ends, flushed)
+    plan.partitions = _losses(scan, plan, partition_plans, after)
+    plan.left = left_json(unresolved(scan, plan, [pp for pp, _ in partition_plans]), mode)
     return plan
+
+
+def _losses(
+    scan: LogDirScan,
+    plan: Plan,
+    partition_plans: list[tuple[PartitionPlan, int]],
+    after: dict[str, dict[TopicPartition, int] | None],
+) -> list[PartitionLoss]:
+    """The loss of every partition the plan touches (loss.py)."""
+    out = []
+    for pp, end in partition_plans:
+        p = pp.p
+
+        def before_after(name: str, before: int | None) -> tuple[int | None, int | None]:
+            entries = after.get(name)
+            return before, (before if entries is None else entries.get(p.tp))
+
+        loss = partition_loss(
+            p,
+            partition_actions(p, plan.actions),
+            gaps=pp.gaps,
+            log_end=end,
+            high_watermark=before_after(layout.REPLICATION_CHECKPOINT, p.high_watermark),
+            recovery_point=before_after(layout.RECOVERY_POINT_CHECKPOINT, p.recovery_point),
+        )
+        if loss.changed or loss.lost:
+            out.append(loss)
+    return out
 
 
 def fixing_modes(scan: LogDirScan) -> dict[int, list[str]]:

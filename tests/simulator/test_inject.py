@@ -74,7 +74,7 @@ def test_a_partition_dir_alone(clean_log_dir: str, tmp_path) -> None:
         inject(part, "torn_tail", seed=1, out=str(tmp_path / "p"))
     [d] = inject(part, "torn_tail", seed=1, out=str(tmp_path / "p" / "sim-1"))
     seg = d.file
-    assert os.path.getsize(seg) == d.position
+    assert os.path.getsize(seg) == d.position + d.length  # the torn batch, what is left of it
     with pytest.raises(InjectError, match="no recovery-point-offset-checkpoint"):
         inject(part, "recovery_point_beyond_end", seed=1, out=str(tmp_path / "p2" / "sim-1"))
     assert not os.path.exists(tmp_path / "p2" / "sim-1")

@@ -65,6 +65,8 @@ class PartitionPlan:
     """kafka mode: the aborted transactions of each segment by a producer-state replay."""
     unrecoverable: list[int] = field(default_factory=list)
     """Base offsets of segments Kafka's recovery fails on, which kafka mode leaves as they are."""
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    """Offset ranges the repaired log is left without between kept batches (`[first, last]`)."""
 
     @property
     def interval(self) -> int:
@@ -129,6 +131,7 @@ class PartitionPlan:
                 size=size,
                 removed_bytes=current - size,
                 removed_offsets=removed_offsets,
+                keeps_offsets=kept_offsets(seg.scan, size),
             )
         )
         self.data_removed = True
@@ -153,6 +156,12 @@ class PartitionPlan:
         if last.new_size is None:
             return last.scan.next_offset
         return _next_offset_at(last.scan, last.new_size)
+
+
+def kept_offsets(scan: SegmentScan, size: int) -> tuple[int, int] | None:
+    """The offsets of the batches a segment cut at `size` keeps (None: none)."""
+    kept = [r for r in scan.runs if r.end <= size]
+    return (kept[0].first_offset, kept[-1].last_offset) if kept else None
 
 
 def _next_offset_at(scan: SegmentScan, size: int) -> int:

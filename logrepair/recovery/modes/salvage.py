@@ -37,5 +37,5 @@ def _report_gaps(pp: PartitionPlan, runs, previous_last: int | None) -> None:
     last = previous_last
     for r in runs:
         if last is not None and r.first_offset > last + 1:
-            pp.plan.gaps.append((last + 1, r.first_offset - 1))
+            pp.gaps.append((last + 1, r.first_offset - 1))
         last = r.last_offset
