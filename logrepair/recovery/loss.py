@@ -128,8 +128,10 @@ def partition_loss(
             below_hw.append((log_end, hw - 1))
         loss.acknowledged_lost = notation.clip(below_hw, p.log_start_offset, hw - 1)
     loss.records_removed = bool(removed) or _damaged_records_removed(p, actions)
-    loss.changed = bool(actions) or high_watermark[0] != high_watermark[1] or (
-        recovery_point[0] != recovery_point[1]
+    loss.changed = (
+        bool(actions)
+        or high_watermark[0] != high_watermark[1]
+        or (recovery_point[0] != recovery_point[1])
     )
     return loss
 

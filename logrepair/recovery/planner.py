@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ..storage import layout
 from ..storage.layout import TopicPartition
+from .loss import PartitionLoss, partition_actions, partition_loss
 from .modes import kafka, point_in_time, salvage
 from .modes.checkpoints import plan_checkpoints
 from .modes.finish import finish_partition
@@ -11,7 +12,6 @@ from .modes.flush import plan_flush
 from .modes.leftovers import start_partition
 from .modes.partition_plan import PartitionPlan
 from .modes.resolution import left_json, unresolved
-from .loss import PartitionLoss, partition_actions, partition_loss
 from .plan import Action, Plan
 from .scan import LogDirScan
 
@@ -102,21 +102,32 @@ def _losses(
     for pp, end in partition_plans:
         p = pp.p
 
-        def before_after(name: str, before: int | None) -> tuple[int | None, int | None]:
-            entries = after.get(name)
-            return before, (before if entries is None else entries.get(p.tp))
-
         loss = partition_loss(
             p,
             partition_actions(p, plan.actions),
             gaps=pp.gaps,
             log_end=end,
-            high_watermark=before_after(layout.REPLICATION_CHECKPOINT, p.high_watermark),
-            recovery_point=before_after(layout.RECOVERY_POINT_CHECKPOINT, p.recovery_point),
+            high_watermark=_before_after(
+                after, layout.REPLICATION_CHECKPOINT, p.tp, p.high_watermark
+            ),
+            recovery_point=_before_after(
+                after, layout.RECOVERY_POINT_CHECKPOINT, p.tp, p.recovery_point
+            ),
         )
         if loss.changed or loss.lost:
             out.append(loss)
     return out
+
+
+def _before_after(
+    after: dict[str, dict[TopicPartition, int] | None],
+    name: str,
+    tp: TopicPartition,
+    before: int | None,
+) -> tuple[int | None, int | None]:
+    """A checkpoint entry before the repair and as the repair leaves it."""
+    entries = after.get(name)
+    return before, (before if entries is None else entries.get(tp))
 
 
 def fixing_modes(scan: LogDirScan) -> dict[int, list[str]]:

@@ -20,6 +20,7 @@ from ..storage.checkpoints import CheckpointError, read_offsets
 from ..storage.disk import Disk, join
 from ..storage.layout import FileKind, TopicPartition
 from ..storage.leader_epoch import read_leader_epochs
+from ..storage.logdir import is_log_dir
 from ..storage.partition_metadata import read_partition_metadata
 from ..storage.producer_snapshot import CorruptSnapshotError, read_snapshot
 from .findings import Finding
@@ -185,11 +186,17 @@ def classify(disk: Disk, path: str) -> bool:
     ]
     if is_partition_name and not subdirs:
         return False
-    if subdirs:
+    if is_log_dir(disk, path):
         return True
+    inside = [join(path, n) for n in subdirs if is_log_dir(disk, join(path, n))]
+    hint = (
+        f"it holds the log dir {inside[0]}: give that"
+        if inside
+        else "give a log.dirs entry of the broker or one of its partition dirs"
+    )
     raise NotALogDir(
-        f"{path}: neither a Kafka log dir (no checkpoint files or partition dirs) nor a "
-        "partition dir (no segments)"
+        f"{path}: not a Kafka log dir (no partition dir with segments, no checkpoint file or "
+        f"meta.properties) nor a partition dir (no segment files); {hint}"
     )
 
 
