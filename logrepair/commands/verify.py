@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..recovery.planner import fixing_modes
+from ..recovery import notation
+from ..recovery.planner import fix_hints
 from ..recovery.scan import LogDirScan, scan_path
 from ._recovery_options import add_command, emit, on_path
 
@@ -45,21 +46,19 @@ def render(result: LogDirScan) -> str:
             f"{p.log_end_offset:>12}  {len(p.all_findings)}"
         )
     findings = result.all_findings()
-    fixers = fixing_modes(result)
     if not findings:
         lines.append("clean: no defects")
         return "\n".join(lines)
+    hints = fix_hints(result)
     lines.append("")
     lines.append(f"{len(findings)} defect(s):")
     for f in findings:
         where = f.file or "."
         if f.position is not None:
-            where += f" @{f.position}"
-            if f.length:
-                where += f"+{f.length}"
+            where += f" {notation.at(f.position, f.length)}"
         if f.offset is not None:
             where += f" (offset {f.offset})"
-        modes = ", ".join(fixers[id(f)]) or "reported only"
+        modes = hints[id(f)]
         lines.append(f"  {f.kind:<30} {where}")
         if f.detail:
             lines.append(f"      {f.detail}")
