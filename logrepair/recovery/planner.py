@@ -59,6 +59,13 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
         and layout.RECOVERY_POINT_CHECKPOINT not in ck.malformed
     )
     for p in scan.partitions:
+        if scan.is_log_dir and not layout.is_legal(p.tp):
+            plan.notes.append(
+                f"{p.rel}: not a name Kafka gives a partition dir (topic [a-zA-Z0-9._-], at most "
+                "249 characters, numeric partition): a stray, left as it is and never written "
+                "into the checkpoints"
+            )
+            continue
         first_action = len(plan.actions)
         pp = start_partition(p, plan)
         rp = p.recovery_point if p.recovery_point is not None else 0
@@ -74,6 +81,8 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
             epochs_from = point_in_time.plan_partition(pp)
         else:
             epochs_from = salvage.plan_partition(pp)
+        if mode != "kafka":
+            pp.start_from_data()
         finish_partition(pp, epochs_from=epochs_from, mode=mode)
         # Where kafka mode leaves offsets going back, Kafka's log end (after the last batch) and
         # verify's (after the last batch in order) differ: checkpoints are held to the lower one,
@@ -84,7 +93,7 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
         if new_rp is not None:
             flushed[p.tp] = new_rp
         first_base = pp.segs[0].base if pp.segs else 0
-        ends[p.tp] = (max(p.log_start_checkpoint or 0, first_base), end)
+        ends[p.tp] = (max(pp.log_start or 0, first_base), end)
         partition_plans.append((pp, end))
     after = plan_checkpoints(scan, plan, ends, flushed)
     plan.partitions = _losses(scan, plan, partition_plans, after)

@@ -322,6 +322,18 @@ def parse_partition_dir_name(name: str, path: str | None = None) -> PartitionDir
     return PartitionDirName(name, TopicPartition(topic, partition), kind, unique_id)
 
 
+LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+"""Kafka's topic names (`Topic.validate`): what a checkpoint line can hold, one field."""
+
+
+def is_legal(tp: TopicPartition) -> bool:
+    """A topic-partition Kafka could have created: a legal topic name and a partition >= 0.
+
+    A partition dir named otherwise (a space or a newline in it, copied in by hand) is a stray:
+    written into a checkpoint it would make the file unreadable for every partition."""
+    return bool(LEGAL_TOPIC.fullmatch(tp.topic)) and tp.partition >= 0
+
+
 def log_dir_name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
 

@@ -227,8 +227,12 @@ class LogDir:
             except layout.LayoutError as e:
                 self._close_logs()
                 raise LogDirError(str(e)) from None
-            if parsed.kind is not layout.DirKind.LIVE or parsed.is_cluster_metadata:
-                self.other_dirs.append(child)
+            if (
+                parsed.kind is not layout.DirKind.LIVE
+                or parsed.is_cluster_metadata
+                or not layout.is_legal(parsed.topic_partition)
+            ):
+                self.other_dirs.append(child)  # never a checkpoint entry
                 continue
             tp = parsed.topic_partition
             try:

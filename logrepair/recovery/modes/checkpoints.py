@@ -51,7 +51,8 @@ def plan_checkpoints(
             elif name == layout.REPLICATION_CHECKPOINT:
                 new[tp] = min(max(value, lso), leo)
             elif name == layout.LOG_START_OFFSET_CHECKPOINT:
-                new[tp] = min(value, leo)
+                # past the end: kafka mode's log now ends there; the others fixed it from the data
+                new[tp] = value if value <= leo else min(lso, leo)
         reason = "offsets within the repaired logs"
         if name == layout.RECOVERY_POINT_CHECKPOINT and flushed:
             new.update(flushed)
