@@ -16,16 +16,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..storage import layout
-from ..storage.checkpoints import CheckpointError, read_offsets
 from ..storage.disk import Disk, join
 from ..storage.layout import FileKind, TopicPartition
-from ..storage.leader_epoch import read_leader_epochs
-from ..storage.logdir import is_log_dir
-from ..storage.partition_metadata import read_partition_metadata
-from ..storage.producer_snapshot import CorruptSnapshotError, read_snapshot
+from ..storage.logdir import is_log_dir as is_kafka_log_dir
 from .findings import Finding
 from .segment_scan import SegmentScan, scan_segment
 from .settings import Settings
+from .state_checks import (
+    Checkpoints,
+    check_checkpoint_bounds,
+    check_leader_epochs,
+    check_partition_metadata,
+    check_snapshots,
+    load_leader_epochs,
+    read_root_checkpoints,
+)
 
 ROOT_MARKERS = (
     layout.RECOVERY_POINT_CHECKPOINT,
@@ -40,18 +45,6 @@ ROOT_MARKERS = (
 
 class NotALogDir(ValueError):
     """PATH is neither a broker's log dir nor a partition dir (unusable input, exit 2)."""
-
-
-@dataclass(slots=True)
-class Checkpoints:
-    """The log dir's offset checkpoints; a missing map means the file is missing or malformed."""
-
-    recovery_points: dict[TopicPartition, int] | None = None
-    log_start_offsets: dict[TopicPartition, int] | None = None
-    high_watermarks: dict[TopicPartition, int] | None = None
-    cleaner_offsets: dict[TopicPartition, int] | None = None
-    malformed: dict[str, str] = field(default_factory=dict)
-    """File name → Kafka's error, for each checkpoint that does not parse."""
 
 
 @dataclass(slots=True)
@@ -186,9 +179,9 @@ def classify(disk: Disk, path: str) -> bool:
     ]
     if is_partition_name and not subdirs:
         return False
-    if is_log_dir(disk, path):
+    if is_kafka_log_dir(disk, path):
         return True
-    inside = [join(path, n) for n in subdirs if is_log_dir(disk, join(path, n))]
+    inside = [join(path, n) for n in subdirs if is_kafka_log_dir(disk, join(path, n))]
     hint = (
         f"it holds the log dir {inside[0]}: give that"
         if inside
@@ -220,6 +213,8 @@ def _is_real_dir(disk: Disk, path: str) -> bool:
 def scan_path(
     disk: Disk, path: str, settings: Settings, progress: Progress | None = None
 ) -> LogDirScan:
+    """Scans PATH: a partition dir on its own, or a log dir's root files → its partitions → its
+    checkpoints held against what the partitions hold."""
     path = path.rstrip("/") or "/"
     is_log_dir = classify(disk, path)
     result = LogDirScan(path, is_log_dir)
@@ -229,124 +224,49 @@ def scan_path(
         return result
     names = disk.list_dir(path)
     result.clean_shutdown_marker = layout.CLEAN_SHUTDOWN_FILE in names
-    result.checkpoints = _read_root_checkpoints(disk, path, names, result.findings)
+    result.checkpoints = read_root_checkpoints(disk, path, names, result.findings)
     for name in names:
-        p = join(path, name)
-        if disk.is_symlink(p):
-            result.findings.append(
-                Finding("symlink", name, detail="a symbolic link in the log dir; never followed")
-            )
-            continue
-        if disk.is_dir(p):
-            if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
-                continue
-            try:
-                layout.parse_partition_dir_name(name, p)
-            except layout.LayoutError as e:
-                result.findings.append(Finding("stray_directory", name, detail=str(e)))
-                continue
-            result.partitions.append(
-                _scan_partition(disk, p, name, name, settings, result.checkpoints, progress)
-            )
-            continue
-        fn = layout.classify_log_dir_file(name)
-        if fn.kind is FileKind.UNKNOWN:
-            result.findings.append(
-                Finding("stray_file", name, detail="not a file Kafka keeps in a log dir")
-            )
-        elif fn.tmp:
-            result.findings.append(
-                Finding(
-                    "tmp_leftover",
-                    name,
-                    length=disk.size(p),
-                    detail="left by an interrupted checkpoint write",
-                )
-            )
-    _check_checkpoint_bounds(result)
+        _scan_log_dir_entry(disk, result, name, settings, progress)
+    check_checkpoint_bounds(result)
     return result
 
 
-def _read_root_checkpoints(
-    disk: Disk, root: str, names: list[str], findings: list[Finding]
-) -> Checkpoints:
-    out = Checkpoints()
-    for name, attr in (
-        (layout.RECOVERY_POINT_CHECKPOINT, "recovery_points"),
-        (layout.LOG_START_OFFSET_CHECKPOINT, "log_start_offsets"),
-        (layout.REPLICATION_CHECKPOINT, "high_watermarks"),
-        (layout.CLEANER_CHECKPOINT, "cleaner_offsets"),
-    ):
-        if name not in names:
-            continue
+def _scan_log_dir_entry(
+    disk: Disk, result: LogDirScan, name: str, settings: Settings, progress: Progress | None
+) -> None:
+    """One entry of the log dir: a partition dir to scan, a root file Kafka keeps, or a finding."""
+    p = join(result.root, name)
+    if disk.is_symlink(p):
+        result.findings.append(
+            Finding("symlink", name, detail="a symbolic link in the log dir; never followed")
+        )
+        return
+    if disk.is_dir(p):
+        if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
+            return
         try:
-            _check_size(disk, join(root, name))
-            setattr(out, attr, read_offsets(disk, join(root, name)))
-        except CheckpointError as e:
-            consequence = {
-                "recovery_points": "Kafka resets every recovery point to 0",
-                "log_start_offsets": "Kafka resets every log start to its first segment's base",
-                "high_watermarks": "Kafka takes the log dir offline",
-                "cleaner_offsets": "the log cleaner treats it as empty",
-            }[attr]
-            if e.structural and attr != "high_watermarks":
-                consequence += " and takes the log dir offline"
-            out.malformed[name] = str(e)
-            findings.append(
-                Finding("checkpoint_malformed", name, detail=f"{e.message}; {consequence}")
+            layout.parse_partition_dir_name(name, p)
+        except layout.LayoutError as e:
+            result.findings.append(Finding("stray_directory", name, detail=str(e)))
+            return
+        result.partitions.append(
+            _scan_partition(disk, p, name, name, settings, result.checkpoints, progress)
+        )
+        return
+    fn = layout.classify_log_dir_file(name)
+    if fn.kind is FileKind.UNKNOWN:
+        result.findings.append(
+            Finding("stray_file", name, detail="not a file Kafka keeps in a log dir")
+        )
+    elif fn.tmp:
+        result.findings.append(
+            Finding(
+                "tmp_leftover",
+                name,
+                length=disk.size(p),
+                detail="left by an interrupted checkpoint write",
             )
-    return out
-
-
-def _check_checkpoint_bounds(result: LogDirScan) -> None:
-    ck = result.checkpoints
-    for p in result.partitions:
-        tp = p.tp
-        leo = p.log_end_offset
-        lso = p.log_start_offset
-        rp = (ck.recovery_points or {}).get(tp)
-        hw = (ck.high_watermarks or {}).get(tp)
-        if rp is not None and rp > leo:
-            result.findings.append(
-                Finding(
-                    "recovery_point_beyond_end",
-                    layout.RECOVERY_POINT_CHECKPOINT,
-                    offset=rp,
-                    detail=f"{tp}: recovery point {rp} is past the log end {leo}",
-                    partition=p.rel,
-                )
-            )
-        if hw is not None and hw > leo:
-            result.findings.append(
-                Finding(
-                    "high_watermark_beyond_end",
-                    layout.REPLICATION_CHECKPOINT,
-                    offset=hw,
-                    detail=f"{tp}: high watermark {hw} is past the log end {leo}",
-                    partition=p.rel,
-                )
-            )
-        if p.log_start_checkpoint is not None and p.log_start_checkpoint > leo:
-            result.findings.append(
-                Finding(
-                    "log_start_beyond_end",
-                    layout.LOG_START_OFFSET_CHECKPOINT,
-                    offset=p.log_start_checkpoint,
-                    detail=f"{tp}: log start {p.log_start_checkpoint} is past the log end {leo}; "
-                    "Kafka deletes every segment",
-                    partition=p.rel,
-                )
-            )
-        elif hw is not None and lso > hw and hw <= leo:
-            result.findings.append(
-                Finding(
-                    "log_start_beyond_high_watermark",
-                    layout.REPLICATION_CHECKPOINT,
-                    offset=lso,
-                    detail=f"{tp}: log start {lso} is past the high watermark {hw}",
-                    partition=p.rel,
-                )
-            )
+        )
 
 
 def _scan_partition(
@@ -358,6 +278,28 @@ def _scan_partition(
     checkpoints: Checkpoints | None,
     progress: Progress | None,
 ) -> PartitionScan:
+    """A partition dir's steps, in the order Kafka's loader takes them: which files are there →
+    the segments in offset order → the swap files of an interrupted operation → indexes with no
+    segment → producer snapshots and leader epochs held against the log end."""
+    p = _partition(disk, path, rel, name, settings, checkpoints)
+    files = _sort_files(disk, p)
+    _scan_segments(disk, p, files, progress)
+    _scan_swap_segments(disk, p, files)
+    _check_orphan_indexes(disk, p, files)
+    check_snapshots(disk, p)
+    check_leader_epochs(p)
+    return p
+
+
+def _partition(
+    disk: Disk,
+    path: str,
+    rel: str,
+    name: str,
+    settings: Settings,
+    checkpoints: Checkpoints | None,
+) -> PartitionScan:
+    """The partition the dir's name says, with its topic's settings and checkpoint entries."""
     try:
         parsed = layout.parse_partition_dir_name(name, path)
         topic, partition, dir_kind = (
@@ -374,12 +316,38 @@ def _scan_partition(
         p.recovery_point = (checkpoints.recovery_points or {}).get(tp)
         p.log_start_checkpoint = (checkpoints.log_start_offsets or {}).get(tp)
         p.high_watermark = (checkpoints.high_watermarks or {}).get(tp)
+    return p
 
-    logs: dict[int, str] = {}
-    swap_logs: dict[int, str] = {}
-    indexes: dict[tuple[int, FileKind], str] = {}
-    for fname in disk.list_dir(path):
-        fpath = join(path, fname)
+
+@dataclass(slots=True)
+class _PartitionFiles:
+    """A partition dir's segment files by base offset (names in the dir)."""
+
+    logs: dict[int, str] = field(default_factory=dict)
+    swap_logs: dict[int, str] = field(default_factory=dict)
+    indexes: dict[tuple[int, FileKind], str] = field(default_factory=dict)
+
+    def index_paths(self, path: str, base: int) -> tuple[str | None, str | None, str | None]:
+        """The offset, time and transaction index of the segment at `base` (None: absent)."""
+        return tuple(
+            join(path, self.indexes[(base, k)]) if (base, k) in self.indexes else None
+            for k in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX)
+        )
+
+
+_LEFTOVER_KINDS = {
+    layout.DELETED_SUFFIX: "deleted_leftover",
+    layout.CLEANED_SUFFIX: "cleaned_leftover",
+    layout.SWAP_SUFFIX: "swap_leftover",
+}
+
+
+def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
+    """Every entry of the dir: segments and indexes to scan, snapshots to check, the state files
+    read, and a finding for each entry Kafka would not load as it is."""
+    files = _PartitionFiles()
+    for fname in disk.list_dir(p.path):
+        fpath = join(p.path, fname)
         if disk.is_symlink(fpath):
             p.findings.append(
                 Finding("symlink", p.file(fname), detail="a symbolic link; never followed")
@@ -395,22 +363,20 @@ def _scan_partition(
         if fn.blocks_kafka_load or (fn.offset is not None and not fn.canonical and not fn.leftover):
             detail = fn.detail or "a non-canonical segment name; Kafka ignores it"
             p.findings.append(Finding("stray_file", p.file(fname), detail=detail))
-            continue
-        if fn.leftover in (layout.DELETED_SUFFIX, layout.CLEANED_SUFFIX, layout.SWAP_SUFFIX):
-            kind = {
-                layout.DELETED_SUFFIX: "deleted_leftover",
-                layout.CLEANED_SUFFIX: "cleaned_leftover",
-                layout.SWAP_SUFFIX: "swap_leftover",
-            }[fn.leftover]
+        elif fn.leftover in _LEFTOVER_KINDS:
             if fn.kind is FileKind.KRAFT_SNAPSHOT:
                 continue  # the raft layer's own snapshot files
             p.findings.append(
-                Finding(kind, p.file(fname), length=disk.size(fpath), offset=fn.offset)
+                Finding(
+                    _LEFTOVER_KINDS[fn.leftover],
+                    p.file(fname),
+                    length=disk.size(fpath),
+                    offset=fn.offset,
+                )
             )
             if fn.leftover == layout.SWAP_SUFFIX and fn.kind is FileKind.LOG:
-                swap_logs[fn.offset] = fname
-            continue
-        if fn.tmp:
+                files.swap_logs[fn.offset] = fname
+        elif fn.tmp:
             p.findings.append(
                 Finding(
                     "tmp_leftover",
@@ -419,44 +385,37 @@ def _scan_partition(
                     detail="left by an interrupted write",
                 )
             )
-            continue
-        if fn.kind is FileKind.LOG:
-            logs[fn.offset] = fname
+        elif fn.kind is FileKind.LOG:
+            files.logs[fn.offset] = fname
         elif fn.kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
-            indexes[(fn.offset, fn.kind)] = fname
+            files.indexes[(fn.offset, fn.kind)] = fname
         elif fn.kind is FileKind.SNAPSHOT:
             p.snapshots.append(Snapshot(fn.offset, fname, None))
         elif fn.kind is FileKind.LEADER_EPOCH_CHECKPOINT:
-            _read_leader_epochs(disk, fpath, p)
+            load_leader_epochs(disk, fpath, p)
         elif fn.kind is FileKind.PARTITION_METADATA:
-            try:
-                _check_size(disk, fpath)
-                read_partition_metadata(disk, fpath)
-            except CheckpointError as e:
-                p.findings.append(
-                    Finding(
-                        "partition_metadata_malformed",
-                        p.file(fname),
-                        detail=f"{e.message}; Kafka takes the log dir offline",
-                    )
-                )
+            check_partition_metadata(disk, fpath, p, fname)
         elif fn.kind is FileKind.UNKNOWN:
             p.findings.append(
                 Finding("stray_file", p.file(fname), detail="not a file Kafka keeps here")
             )
+    return files
 
+
+def _scan_segments(
+    disk: Disk, p: PartitionScan, files: _PartitionFiles, progress: Progress | None
+) -> None:
+    """The segments in offset order, each scanned knowing where the previous one ended (its last
+    offset, its highest leader epoch) and where the next one begins."""
     previous_last: int | None = None
     max_epoch = -1
-    bases = sorted(logs)
+    bases = sorted(files.logs)
     for n, base in enumerate(bases):
-        fname = logs[base]
-        idx = tuple(
-            join(path, indexes[(base, k)]) if (base, k) in indexes else None
-            for k in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX)
-        )
+        fname = files.logs[base]
+        idx = files.index_paths(p.path, base)
         seg = scan_segment(
             disk,
-            join(path, fname),
+            join(p.path, fname),
             p.file(fname),
             base,
             previous_last_offset=previous_last,
@@ -482,12 +441,16 @@ def _scan_partition(
         p.segments.append(seg)
         if seg.last_offset is not None:
             previous_last = seg.last_offset
-    for base in sorted(swap_logs):
+
+
+def _scan_swap_segments(disk: Disk, p: PartitionScan, files: _PartitionFiles) -> None:
+    """The `.log.swap` files of an interrupted compaction or split, each on its own."""
+    for base in sorted(files.swap_logs):
         p.swap_segments.append(
             scan_segment(
                 disk,
-                join(path, swap_logs[base]),
-                p.file(swap_logs[base]),
+                join(p.path, files.swap_logs[base]),
+                p.file(files.swap_logs[base]),
                 base,
                 previous_last_offset=None,
                 index_interval_bytes=p.settings.index_interval_bytes,
@@ -495,108 +458,16 @@ def _scan_partition(
                 max_batch_size=p.settings.max_batch_size,
             )
         )
-    for (base, _kind), fname in sorted(indexes.items()):
-        if base not in logs:
+
+
+def _check_orphan_indexes(disk: Disk, p: PartitionScan, files: _PartitionFiles) -> None:
+    for (base, _kind), fname in sorted(files.indexes.items()):
+        if base not in files.logs:
             p.findings.append(
                 Finding(
                     "index_orphan",
                     p.file(fname),
-                    length=disk.size(join(path, fname)),
+                    length=disk.size(join(p.path, fname)),
                     detail=f"no {layout.log_file_name(base)}",
                 )
             )
-    _check_snapshots(disk, p)
-    _check_leader_epochs(p)
-    return p
-
-
-def _check_snapshots(disk: Disk, p: PartitionScan) -> None:
-    """Corrupt snapshots, and snapshots past the log end (they describe data that is gone).
-
-    Snapshots Kafka merely tidies at load (not at a segment base, at or below the log start) are
-    normal on a healthy log and are not reported."""
-    leo = p.log_end_offset
-    for snap in p.snapshots:
-        try:
-            entries = read_snapshot(disk, join(p.path, snap.file))
-            late = [e for e in entries if e.last_offset >= snap.offset]
-            if late:
-                raise CorruptSnapshotError(
-                    f"producer {late[0].producer_id} has last offset {late[0].last_offset}, at or "
-                    f"past the snapshot's own offset {snap.offset}"
-                )
-        except CorruptSnapshotError as e:
-            snap.corrupt = str(e)
-            p.findings.append(
-                Finding(
-                    "producer_snapshot_corrupt",
-                    p.file(snap.file),
-                    offset=snap.offset,
-                    detail=str(e),
-                )
-            )
-            continue
-        if snap.offset > leo:
-            p.findings.append(
-                Finding(
-                    "producer_snapshot_stray",
-                    p.file(snap.file),
-                    offset=snap.offset,
-                    detail=f"snapshot {snap.offset} is past the log end {leo}; Kafka deletes it",
-                )
-            )
-
-
-MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024
-"""Checkpoint files are read whole; one larger than this is reported unread, not loaded."""
-
-
-def _check_size(disk: Disk, path: str) -> None:
-    size = disk.size(path)
-    if size > MAX_CHECKPOINT_BYTES:
-        raise CheckpointError(path, f"{size} bytes is not a checkpoint file Kafka wrote")
-
-
-def _read_leader_epochs(disk: Disk, path: str, p: PartitionScan) -> None:
-    try:
-        _check_size(disk, path)
-        p.leader_epochs = [(e.epoch, e.start_offset) for e in read_leader_epochs(disk, path)]
-    except CheckpointError as e:
-        p.leader_epoch_malformed = e.message
-        p.findings.append(
-            Finding(
-                "checkpoint_malformed",
-                p.file(layout.LEADER_EPOCH_CHECKPOINT),
-                detail=f"{e.message}; Kafka takes the log dir offline",
-            )
-        )
-
-
-def _check_leader_epochs(p: PartitionScan) -> None:
-    if not p.leader_epochs:
-        return
-    file = p.file(layout.LEADER_EPOCH_CHECKPOINT)
-    leo = p.log_end_offset
-    prev: tuple[int, int] | None = None
-    for epoch, start in p.leader_epochs:
-        if epoch < 0 or start < 0 or (prev is not None and (epoch <= prev[0] or start < prev[1])):
-            p.findings.append(
-                Finding(
-                    "leader_epoch_not_monotonic",
-                    file,
-                    offset=start,
-                    detail=f"entry (epoch {epoch}, start {start}) after {prev}",
-                )
-            )
-            break
-        prev = (epoch, start)
-    beyond = [(e, s) for e, s in p.leader_epochs if s >= leo]
-    if beyond:
-        p.findings.append(
-            Finding(
-                "leader_epoch_beyond_end",
-                file,
-                offset=beyond[0][1],
-                detail=f"epochs {[e for e, _ in beyond]} start at or past the log end {leo}",
-            )
-        )
