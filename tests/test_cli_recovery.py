@@ -15,6 +15,7 @@ from logrepair.recovery.invariants import tree_digest
 from logrepair.storage import layout
 from logrepair.storage.osdisk import OsDisk
 
+from .contracts import REPAIR_KEYS, REPAIR_PARTITION_KEYS
 from .recovery.builders import (
     batches,
     flip_byte,
@@ -132,17 +133,17 @@ def test_repair_json_contract_then_undo_restores_every_byte(damaged):
     proc = cli("repair", str(damaged), "--mode", "salvage", "--json")
     assert proc.returncode == 1, proc.stderr  # log bytes were removed
     out = json.loads(proc.stdout)
-    assert set(out) >= {
-        "mode",
-        "applied",
-        "actions",
-        "removed_bytes",
-        "removed_offsets",
-        "quarantine",
-    }
+    assert set(out) >= REPAIR_KEYS
     assert out["mode"] == "salvage" and out["applied"] is True
     assert all("action" in a for a in out["actions"])
     assert out["removed_offsets"] == [[3, 3]]
+    (orders,) = out["partitions"]
+    assert set(orders) >= REPAIR_PARTITION_KEYS
+    assert (orders["topic"], orders["partition"]) == ("orders", 0)
+    assert orders["removed_offsets"] == orders["gaps"] == [[3, 3]]
+    assert orders["acknowledged_lost"] == []  # no high watermark checkpointed
+    assert orders["high_watermark"] == [None, None]
+    assert orders["recovery_point"] == [10, 20]  # flushed to the new log end
     quarantine = Path(out["quarantine"])
     assert quarantine.parent == damaged.parent / "kafka-logs.logrepair-quarantine"
     assert cli("verify", str(damaged)).returncode == 0

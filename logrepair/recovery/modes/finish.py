@@ -181,15 +181,19 @@ def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None, *, keep_data
     contradiction = _contradiction(pp, load.entries) if keep_data and written else None
     if contradiction is not None:
         cache, epochs_from = [], 0
-    if epochs_from is not None:
-        for seg in pp.segs[epochs_from:]:
-            size = seg.scan.size if seg.new_size is None else seg.new_size
-            for epoch, base, position in seg.scan.strict_epochs:
-                if position < size and (not cache or epoch > cache[-1].epoch):
-                    cache = load_leader_epochs([*cache, EpochEntry(epoch, base)]).entries
-    cache = truncate_from_end(cache, pp.log_end_offset)
-    if pp.log_start is not None:
-        cache = truncate_from_start(cache, pp.log_start)
+    # Twice: where the first pass cuts an epoch at the log end whose batches remain (an entry
+    # starting at the end, over batches of its epoch), the broker's next recovery adds it back
+    # from the batches; the plan writes that fixed point, so a second run has nothing to do.
+    for _ in range(2):
+        if epochs_from is not None:
+            for seg in pp.segs[epochs_from:]:
+                size = seg.scan.size if seg.new_size is None else seg.new_size
+                for epoch, base, position in seg.scan.strict_epochs:
+                    if position < size and (not cache or epoch > cache[-1].epoch):
+                        cache = load_leader_epochs([*cache, EpochEntry(epoch, base)]).entries
+        cache = truncate_from_end(cache, pp.log_end_offset)
+        if pp.log_start is not None:
+            cache = truncate_from_start(cache, pp.log_start)
     entries = [(e.epoch, e.start_offset) for e in cache]
     if written is None and p.leader_epoch_malformed is None:
         return  # Kafka creates the file at load; nothing here disagrees with the log
