@@ -27,6 +27,7 @@ from .recovery.builders import (
     write_segment,
 )
 from .test_cli_recovery import DISK, cli, one_line_error
+from .test_readme import README
 
 
 @pytest.fixture
@@ -67,7 +68,7 @@ def test_a_new_users_session_reads_right_at_every_step(log_dir: Path):
     assert proc.returncode == 1, proc.stderr
     assert tree_digest(DISK, str(log_dir)) == original
     lines = proc.stdout.splitlines()
-    assert any(line.strip().startswith("orders-0: offsets removed 14 (1 offsets") for line in lines)
+    assert any(line.strip().startswith("orders-0: offsets removed 14 (1 offset,") for line in lines)
     assert any("payments-1: damaged batches removed" in line for line in lines)
     assert not any(line.strip().startswith("clicks-0") for line in lines)  # untouched
     summary = lines[-1]
@@ -116,6 +117,12 @@ def test_a_new_users_session_reads_right_at_every_step(log_dir: Path):
     proc = cli("undo", out["quarantine"])
     assert proc.returncode == 0, proc.stderr
     assert tree_digest(DISK, str(log_dir)) == original
+
+    # 7. the README's example of a repair's output is this session's
+    proc = cli("repair", str(log_dir), "--mode", "salvage")
+    example = README.split("touch: the offsets removed", 1)[1].split("```", 2)[1]
+    for line in example.strip().splitlines():
+        assert line.replace("/var/kafka-logs", str(log_dir)) in proc.stdout, line
 
 
 @pytest.mark.parametrize("mode", ["kafka", "point-in-time"])

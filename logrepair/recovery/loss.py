@@ -65,9 +65,10 @@ class PartitionLoss:
     def describe(self) -> str:
         """One line of the repair's text output."""
         if self.removed_offsets:
+            n = notation.count(self.removed_offsets)
             removed = (
                 f"offsets removed {notation.offset_ranges(self.removed_offsets)} "
-                f"({notation.count(self.removed_offsets)} offsets, {self.removed_bytes:,} bytes)"
+                f"({n} offset{'s' if n > 1 else ''}, {self.removed_bytes:,} bytes)"
             )
         elif self.records_removed:
             removed = f"damaged batches removed ({self.removed_bytes:,} bytes)"
