@@ -18,6 +18,24 @@ from .scan import LogDirScan
 
 MODES = ("kafka", "point-in-time", "salvage")
 
+MALFORMED_REWRITE = {
+    layout.RECOVERY_POINT_CHECKPOINT: lambda mode: (
+        ("every partition is recovered from 0 and " if mode == "kafka" else "")
+        + "the file is rewritten empty"
+    ),
+    layout.REPLICATION_CHECKPOINT: lambda mode: (
+        "it is rewritten empty, so each high watermark starts at the log start offset"
+    ),
+    layout.LOG_START_OFFSET_CHECKPOINT: lambda mode: (
+        "it is rewritten empty, so each log start is its first segment's base offset"
+    ),
+    layout.CLEANER_CHECKPOINT: lambda mode: (
+        "it is rewritten empty, so cleaning starts again at the log start offset"
+    ),
+}
+"""What a repair does with each malformed root checkpoint (by mode); what Kafka does with it is
+the `checkpoint_malformed` finding's detail."""
+
 
 def make_plan(scan: LogDirScan, mode: str) -> Plan:
     if mode not in MODES:
@@ -29,17 +47,10 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
             "unclean shutdown"
         )
     ck = scan.checkpoints
-    if mode == "kafka" and layout.RECOVERY_POINT_CHECKPOINT in ck.malformed:
-        plan.notes.append(
-            "recovery-point-offset-checkpoint is malformed: Kafka resets every recovery point to "
-            "0 and takes the log dir offline; here every partition is recovered from 0 and the "
-            "file is rewritten empty"
-        )
-    if layout.REPLICATION_CHECKPOINT in ck.malformed:
-        plan.notes.append(
-            "replication-offset-checkpoint is malformed: Kafka takes the log dir offline; here it "
-            "is rewritten empty, so each high watermark starts at the log start offset"
-        )
+    for f in scan.findings:
+        if f.kind == "checkpoint_malformed" and f.file in MALFORMED_REWRITE:
+            # what Kafka does with it is the finding's own explanation (one per kind, the scan's)
+            plan.notes.append(f"{f.file}: {f.detail}. Here: {MALFORMED_REWRITE[f.file](mode)}")
     # Before any checkpoint rewrite: writing `<name>` goes through `<name>.tmp`, which must be
     # in quarantine by then.
     for f in scan.findings:

@@ -32,7 +32,8 @@ def plan_checkpoints(
                 Action(
                     "write_file",
                     name,
-                    "malformed; Kafka reads it as empty, so it is written empty",
+                    "malformed (checkpoint_malformed): written empty, so each partition takes "
+                    "Kafka's default for a missing entry",
                     content=format_offsets({}),
                 )
             )
