@@ -267,3 +267,14 @@ def test_demo_runs_the_main_job_and_ends_clean(tmp_path):
     ):
         assert step in proc.stdout
     assert (tmp_path / "demo" / "kafka-logs").is_dir()
+    # the closing undo hint points at a quarantine that is still there
+    undo_line = proc.stdout.strip().splitlines()[-1]
+    quarantine = undo_line.split("`logrepair undo ", 1)[1].split("`", 1)[0]
+    assert Path(quarantine).is_dir() and str(tmp_path / "demo") in quarantine
+
+
+def test_the_demo_in_a_temporary_directory_gives_no_undo_command(tmp_path):
+    proc = cli("demo", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    closing = "\n".join(proc.stdout.strip().splitlines()[-2:])
+    assert "logrepair undo /" not in closing and "--dir DIR" in closing
