@@ -14,7 +14,7 @@ from .modes.leftovers import start_partition
 from .modes.partition_plan import PartitionPlan
 from .modes.resolution import left_json, unresolved
 from .plan import Action, Plan
-from .scan import LogDirScan
+from .scan import LogDirScan, PartitionScan
 
 MODES = ("kafka", "point-in-time", "salvage")
 
@@ -101,10 +101,11 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
         end = min(pp.log_end_offset, pp.verified_end_offset)
         changed = len(plan.actions) > first_action
         new_rp = plan_flush(pp, rp, end, changed and can_checkpoint)
-        if new_rp is not None:
-            flushed[p.tp] = new_rp
-        first_base = pp.segs[0].base if pp.segs else 0
-        ends[p.tp] = (max(pp.log_start or 0, first_base), end)
+        if checkpointed(p):
+            if new_rp is not None:
+                flushed[p.tp] = new_rp
+            first_base = pp.segs[0].base if pp.segs else 0
+            ends[p.tp] = (max(pp.log_start or 0, first_base), end)
         partition_plans.append((pp, end))
     after = plan_checkpoints(scan, plan, ends, flushed)
     plan.partitions = _losses(scan, plan, partition_plans, after)
@@ -122,33 +123,37 @@ def _losses(
     out = []
     for pp, end in partition_plans:
         p = pp.p
-
         loss = partition_loss(
             p,
             partition_actions(p, plan.actions),
             gaps=pp.gaps,
             log_end=end,
-            high_watermark=_before_after(
-                after, layout.REPLICATION_CHECKPOINT, p.tp, p.high_watermark
-            ),
-            recovery_point=_before_after(
-                after, layout.RECOVERY_POINT_CHECKPOINT, p.tp, p.recovery_point
-            ),
+            high_watermark=_before_after(after, layout.REPLICATION_CHECKPOINT, p),
+            recovery_point=_before_after(after, layout.RECOVERY_POINT_CHECKPOINT, p),
         )
         if loss.changed or loss.lost:
             out.append(loss)
     return out
 
 
+def checkpointed(p: PartitionScan) -> bool:
+    """The root checkpoints' entry for the partition's topic-partition is this dir's: a live (or
+    future) dir's, never a `-delete` or `-stray` dir's of the same topic-partition."""
+    return p.dir_kind in ("live", "future")
+
+
 def _before_after(
-    after: dict[str, dict[TopicPartition, int] | None],
-    name: str,
-    tp: TopicPartition,
-    before: int | None,
+    after: dict[str, dict[TopicPartition, int] | None], name: str, p: PartitionScan
 ) -> tuple[int | None, int | None]:
-    """A checkpoint entry before the repair and as the repair leaves it."""
+    """The partition's entry in checkpoint `name` before the repair and as the repair leaves it."""
+    if not checkpointed(p):
+        return None, None
+    before = {
+        layout.REPLICATION_CHECKPOINT: p.high_watermark,
+        layout.RECOVERY_POINT_CHECKPOINT: p.recovery_point,
+    }[name]
     entries = after.get(name)
-    return before, (before if entries is None else entries.get(tp))
+    return before, (before if entries is None else entries.get(p.tp))
 
 
 def fixing_modes(scan: LogDirScan) -> dict[int, list[tuple[str, Plan]]]:
