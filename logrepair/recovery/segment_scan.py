@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..format.batch import CONTROL_MASK, TRANSACTIONAL_MASK, RecordBatch
-from ..format.errors import Defect
+from ..format.errors import Defect, FormatError
+from ..format.legacy import LegacyBatch
 from ..format.walker import CRC_VALID_KINDS
 from ..storage.disk import Disk
 from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
@@ -31,6 +32,14 @@ from .kafka_reading import INT_MAX, KafkaReading, Piece
 
 _TXN_MARKER = TRANSACTIONAL_MASK | CONTROL_MASK
 _NEVER = 2**63
+INT64_MAX = 2**63 - 1
+
+
+def java_long(value: int) -> int:
+    """`value` as Java's long arithmetic leaves it: a last offset `base + delta` past 2^63 - 1
+    wraps to a negative number in Kafka (the base offset is outside the CRC, so any value is
+    possible)."""
+    return (value + 2**63) % 2**64 - 2**63
 
 
 @dataclass(slots=True)
@@ -73,7 +82,8 @@ class SegmentScan:
     misnamed: bool = False
     """The first batch lies below the base offset in the name (`segment_name_mismatch`)."""
     unordered: bool = False
-    """Batch offsets go back somewhere in the segment (an `offset_regression`/`offset_overlap`)."""
+    """Batch offsets go back somewhere in the segment, in either reading (an `offset_regression`
+    or `offset_overlap`, or a CRC-valid batch Kafka keeps whose offsets go back)."""
     kafka_piece_invalid: int | None = None
     """After Kafka's overflow split, the base offset of the first piece whose recovery throws
     InvalidOffsetException (offsets going back at an index entry of the piece)."""
@@ -177,6 +187,9 @@ def _read_batches(
         disk, path, resync=True, check_offsets=False, max_batch_size=max_batch_size
     ):
         cls = item.__class__
+        if cls is LegacyBatch and item.is_compressed:
+            item = _wrapper_or_defect(item)
+            cls = item.__class__
         if cls is Defect:
             strict.defect(item)
             if not kafka.on:
@@ -187,19 +200,22 @@ def _read_batches(
             # A batch whose CRC holds: Kafka's recovery keeps it (spec fmt §2.9) and goes through
             # the same steps as for any batch, reading only its header; so do the index checks.
             header = batch_header(disk, path, item.position)
-            position, first, last = item.position, header.base_offset, header.last_offset
+            position, first = item.position, header.base_offset
+            last = java_long(header.last_offset)
             kafka.batch(position, first, last, item.length, header.max_timestamp)
         else:
             position = item.position
             first = item.base_offset
             if cls is RecordBatch:
                 size = len(item.raw)
-                last = first + item.last_offset_delta
+                last = strict_last = first + item.last_offset_delta
                 if item.attributes & _TXN_MARKER == _TXN_MARKER and kafka.on:
                     seg.has_txn_markers = True
+                if last > INT64_MAX:  # the strict reading calls it `offset_invalid`
+                    last = java_long(last)
             else:
                 size = item.size
-                last = item.last_offset
+                last = strict_last = item.last_offset
             if kafka.on:
                 kafka.batch(position, first, last, size, item.max_timestamp)
         if position >= oc_next:
@@ -207,7 +223,19 @@ def _read_batches(
         if last >= tc_next:
             tc_next = time_check.batch(last)
         if cls is not Defect:
-            strict.batch(item, position, first, last, size)
+            strict.batch(item, position, first, strict_last, size)
+
+
+def _wrapper_or_defect(wrapper: LegacyBatch) -> LegacyBatch | Defect:
+    """A compressed legacy wrapper, or the defect that stops its base offset being read (the
+    offset field is outside the CRC: a negative one, or inner records that do not decompress).
+    Kafka's recovery reads only the wrapper's header, so it keeps such a batch (a CRC-valid
+    kind)."""
+    try:
+        wrapper.base_offset  # noqa: B018 - decompresses, and keeps the records
+    except FormatError as e:
+        return Defect(e.kind, wrapper.position, wrapper.size, e.detail, None)
+    return wrapper
 
 
 class _StrictReading:
@@ -269,7 +297,7 @@ class _StrictReading:
     def batch(self, item, position: int, first: int, last: int, size: int) -> None:
         """A batch that framed and passed its checks: valid unless its offsets are out of
         place."""
-        if first < 0 or last < first:
+        if first < 0 or not 0 <= last - first <= INT_MAX or last >= INT64_MAX:
             self._offsets_invalid(position, size, first, last)
             return
         if self.last is not None and first <= self.last:
@@ -335,7 +363,8 @@ class _StrictReading:
             self.regressions.end()
 
     def _offsets_invalid(self, position: int, size: int, first: int, last: int) -> None:
-        """The offset fields lie outside the CRC: a flipped bit there leaves the CRC valid."""
+        """The offset fields lie outside the CRC: a flipped bit there leaves the CRC valid. A batch
+        spanning more offsets than a segment's relative range has no segment it can be in."""
         self.run = None
         self.seg.findings.append(
             Finding(
@@ -344,7 +373,9 @@ class _StrictReading:
                 position,
                 size,
                 first,
-                f"batch at offsets {first}..{last}: a negative or inverted offset range",
+                f"batch at offsets {first}..{last}: a negative, inverted or impossible offset "
+                "range (the log end after it would not fit a long, or it is wider than a "
+                "segment's 2^31 - 1 relative offsets)",
             )
         )
 
