@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..storage import layout
+from ..storage.layout import printable
 from .modes import kafka, point_in_time, salvage
 from .modes.checkpoints import plan_checkpoints
 from .modes.finish import finish_partition
@@ -55,6 +56,9 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
         and layout.RECOVERY_POINT_CHECKPOINT not in ck.malformed
     )
     for p in scan.partitions:
+        if p.left_alone is not None:
+            plan.notes.append(f"{printable(p.rel or p.path)}: left as it is: {p.left_alone}")
+            continue
         first_action = len(plan.actions)
         pp = start_partition(p, plan)
         rp = p.recovery_point if p.recovery_point is not None else 0

@@ -100,6 +100,9 @@ class SegmentScan:
     """The `.index` and `.timeindex` Kafka's recovery writes for its valid prefix, when the
     segment's own indexes will be replaced (from the batches of the same pass, through
     `storage.index_builder.recovery_index_bytes`)."""
+    indexed_last_offset: int | None = None
+    """The highest offset the segment's own offset or time index names (None: no entry): an
+    emptied segment's indexes say what it held."""
     kafka_index_entries: int = 0
     """Entries of the offset index Kafka's recovery would write (0 when not computed)."""
 
@@ -143,6 +146,7 @@ def scan_segment(
     max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
     next_base: int | None = None,
     previous_max_epoch: int = -1,
+    deep: bool = False,
 ) -> SegmentScan:
     """Scans `path` (a `.log`, or a `.log.swap`), named `name` in findings.
 
@@ -151,14 +155,16 @@ def scan_segment(
     created when the log ended at N, so batches here at or past N are the tail of a truncation that
     was never made durable (`offset_overlap`, from `stale_from` on). `index_paths` are the offset,
     time and transaction index (None when the file does not exist). `previous_max_epoch` is the
-    highest leader epoch of the valid batches before this segment (`SegmentScan.max_epoch`)."""
+    highest leader epoch of the valid batches before this segment (`SegmentScan.max_epoch`).
+    `deep` decodes every record (decompression capped as the dump caps it): a batch whose records
+    fail is a finding of a CRC-valid kind, which Kafka's recovery keeps and a consumer stops at."""
     seg = SegmentScan(base_offset, name, disk.size(path))
     index_checks = SegmentIndexChecks(disk, seg, index_paths)
     kafka = KafkaReading(seg, index_interval_bytes)
     strict = _StrictReading(
         seg, previous_last_offset, next_base, previous_max_epoch, message_max_bytes
     )
-    _read_batches(disk, path, max_batch_size, strict, kafka, index_checks)
+    _read_batches(disk, path, max_batch_size, deep, strict, kafka, index_checks)
     strict.finish()
     kafka.finish()
     index_checks.finish(disk)
@@ -170,6 +176,7 @@ def _read_batches(
     disk: Disk,
     path: str,
     max_batch_size: int | None,
+    deep: bool,
     strict: _StrictReading,
     kafka: KafkaReading,
     index_checks: SegmentIndexChecks,
@@ -184,7 +191,7 @@ def _read_batches(
     oc_next = _NEVER if offset_check is None else offset_check.next_position()
     tc_next = _NEVER if time_check is None else time_check.next_offset()
     for item in LogScan(
-        disk, path, resync=True, check_offsets=False, max_batch_size=max_batch_size
+        disk, path, resync=True, check_offsets=False, max_batch_size=max_batch_size, deep=deep
     ):
         cls = item.__class__
         if cls is LegacyBatch and item.is_compressed:
