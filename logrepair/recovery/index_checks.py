@@ -76,6 +76,15 @@ class IndexCheck:
     def check_entries(self, n: int) -> None:
         """Checks the first `n` entries among themselves, before any batch is read."""
 
+    def last_named_offset(self) -> int | None:
+        """The offset the last entry names (None: no entry)."""
+        if self.n == 0:
+            return None
+        return self.base + self._relative_offset(self.n - 1)
+
+    def _relative_offset(self, k: int) -> int:
+        raise NotImplementedError
+
     def fail(self, detail: str, against_log: bool = False) -> None:
         """Records the first problem; `against_log` marks one found by holding the entries
         against the batches, which means nothing when the batches' own offsets go back."""
@@ -101,6 +110,9 @@ class OffsetIndexCheck(IndexCheck):
     def __init__(self, raw: bytes, base: int, seg: SegmentScan, file: str) -> None:
         super().__init__(raw, base, seg, file)
         self.prev_offset: int | None = None
+
+    def _relative_offset(self, k: int) -> int:
+        return _OFFSET_ENTRY.unpack_from(self.raw, k * 8)[0]
 
     def next_position(self) -> int:
         """Where the next unchecked entry points (the scan calls `batch` only from there on)."""
@@ -172,6 +184,9 @@ class TimeIndexCheck(IndexCheck):
                 return
             prev_ts, prev_off = ts, offset
 
+    def _relative_offset(self, k: int) -> int:
+        return _TIME_ENTRY.unpack_from(self.raw, k * 12)[1]
+
     def next_offset(self) -> int:
         """The offset the next unchecked entry names (the scan calls `batch` only from there)."""
         if self.problem is not None or self.i >= self.n:
@@ -197,11 +212,12 @@ class TimeIndexCheck(IndexCheck):
     def finish(self, log_last_offset: int | None) -> None:
         if self.problem is None and self.i < self.n:
             _, rel = _TIME_ENTRY.unpack_from(self.raw, self.i * 12)
-            self.fail(
-                f"entry {self.i} points at offset {self.base + rel}, past the log's last offset "
-                f"{log_last_offset}",
-                True,
+            where = (
+                "but the segment holds no batch"
+                if log_last_offset is None
+                else f"past the log's last offset {log_last_offset}"
             )
+            self.fail(f"entry {self.i} points at offset {self.base + rel}, {where}", True)
         if self.problem is None and self.n == 0 and self.seg.max_timestamp >= 0:
             self.fail(
                 f"empty, but the segment holds timestamps up to {self.seg.max_timestamp} "
@@ -286,6 +302,8 @@ class SegmentIndexChecks:
         self.txn_path = paths[2]
         seg.has_index = paths[0] is not None
         seg.has_time_index = paths[1] is not None
+        named = [c.last_named_offset() for c in (self.offsets, self.times) if c is not None]
+        seg.indexed_last_offset = max((o for o in named if o is not None), default=None)
 
     def finish(self, disk: Disk) -> None:
         """Reports what the pass left unchecked or found; reads the transaction index, whose

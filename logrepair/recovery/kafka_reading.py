@@ -76,6 +76,8 @@ class KafkaReading:
                 return
             self.last_index_offset = last
             self.last_index_pos = self.bytes
+        if self.last is not None and first <= self.last:
+            seg.unordered = True
         self.points.extend((self.bytes, last, -1 if ts is None else ts))
         self.bytes += size
         self.last = last

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..storage import layout
-from ..storage.layout import TopicPartition
+from ..storage.layout import TopicPartition, printable
 from . import notation
 from .loss import PartitionLoss, partition_actions, partition_loss
 from .modes import kafka, point_in_time, salvage
@@ -70,11 +70,14 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
         and layout.RECOVERY_POINT_CHECKPOINT not in ck.malformed
     )
     for p in scan.partitions:
+        if p.left_alone is not None:
+            plan.notes.append(f"{printable(p.rel or p.path)}: left as it is: {p.left_alone}")
+            continue
         if scan.is_log_dir and not layout.is_legal(p.tp):
             plan.notes.append(
-                f"{p.rel}: not a name Kafka gives a partition dir (topic [a-zA-Z0-9._-], at most "
-                "249 characters, numeric partition): a stray, left as it is and never written "
-                "into the checkpoints"
+                f"{printable(p.rel)}: not a name Kafka gives a partition dir (topic "
+                "[a-zA-Z0-9._-], at most 249 characters, numeric partition): a stray, left as it "
+                "is and never written into the checkpoints"
             )
             continue
         first_action = len(plan.actions)

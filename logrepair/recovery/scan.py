@@ -16,8 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..storage import layout
-from ..storage.disk import Disk, join
-from ..storage.layout import FileKind, TopicPartition
+from ..storage.disk import SPECIAL_TYPES, Disk, join
+from ..storage.layout import FileKind, TopicPartition, printable
 from ..storage.logdir import is_log_dir as is_kafka_log_dir
 from .findings import Finding
 from .segment_scan import SegmentScan, scan_segment
@@ -66,7 +66,10 @@ class PartitionScan:
     swap_segments: list[SegmentScan] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-    """Regular files of the dir (names), symlinks excluded."""
+    """Regular files of the dir (names), symlinks excluded (unless followed)."""
+    left_alone: str | None = None
+    """Why every mode must leave this partition as it is (a symlink or a FIFO, socket or device
+    among its files), or None. The planner plans nothing for it; its findings stay reported."""
     snapshots: list[Snapshot] = field(default_factory=list)
     leader_epochs: list[tuple[int, int]] | None = None
     """leader-epoch-checkpoint entries as written (None: file missing or malformed)."""
@@ -74,6 +77,8 @@ class PartitionScan:
     recovery_point: int | None = None
     log_start_checkpoint: int | None = None
     high_watermark: int | None = None
+    cleaner_offset: int | None = None
+    """The cleaner-offset-checkpoint entry: the log cleaner has compacted this partition."""
     settings: Settings | None = None
     disk: Disk | None = field(default=None, repr=False, compare=False)
     """The Disk it was read through: kafka mode replays producer state from it."""
@@ -112,13 +117,14 @@ class PartitionScan:
 
     def to_json(self) -> dict:
         return {
-            "path": self.path,
-            "topic": self.topic,
+            "path": printable(self.path),
+            "topic": printable(self.topic),
             "partition": self.partition,
             "log_start_offset": self.log_start_offset,
             "log_end_offset": self.log_end_offset,
             "segments": len(self.segments),
             "bytes": self.bytes,
+            "left_alone": self.left_alone and printable(self.left_alone),
             "defects": [f.to_json() for f in self.all_findings],
         }
 
@@ -131,10 +137,13 @@ class LogDirScan:
     findings: list[Finding] = field(default_factory=list)
     clean_shutdown_marker: bool = False
     checkpoints: Checkpoints = field(default_factory=Checkpoints)
+    deep: bool = False
+    """Every record was decoded (`--deep-iteration`); else only batches were checked."""
 
     @property
     def clean(self) -> bool:
-        return not self.findings and not any(p.all_findings for p in self.partitions)
+        """No damage: notices (findings of a log Kafka loads as it is) may remain."""
+        return not any(f.severity == "damage" for f in self.all_findings())
 
     def all_findings(self) -> list[Finding]:
         out = list(self.findings)
@@ -145,7 +154,8 @@ class LogDirScan:
     def to_json(self) -> dict:
         return {
             "clean": self.clean,
-            "path": self.root,
+            "deep": self.deep,
+            "path": printable(self.root),
             "kind": "log_dir" if self.is_log_dir else "partition_dir",
             "clean_shutdown_marker": self.clean_shutdown_marker,
             "partitions": [p.to_json() for p in self.partitions],
@@ -217,31 +227,54 @@ def scan_path(
     checkpoints held against what the partitions hold."""
     path = path.rstrip("/") or "/"
     is_log_dir = classify(disk, path)
-    result = LogDirScan(path, is_log_dir)
+    result = LogDirScan(path, is_log_dir, deep=settings.deep_iteration)
     if not is_log_dir:
         name = path.rpartition("/")[2]
         result.partitions.append(_scan_partition(disk, path, "", name, settings, None, progress))
         return result
     names = disk.list_dir(path)
     result.clean_shutdown_marker = layout.CLEAN_SHUTDOWN_FILE in names
-    result.checkpoints = read_root_checkpoints(disk, path, names, result.findings)
-    for name in names:
-        _scan_log_dir_entry(disk, result, name, settings, progress)
+    entries = {name: _look(disk, join(path, name), name, settings) for name in names}
+    files = [name for name, (kind, _) in entries.items() if kind == "file"]
+    result.checkpoints = read_root_checkpoints(disk, path, files, result.findings)
+    for name, (kind, finding) in entries.items():
+        if finding is not None:
+            result.findings.append(finding)
+        _scan_log_dir_entry(disk, result, name, kind, settings, progress)
     check_checkpoint_bounds(result)
     return result
 
 
+def _look(disk: Disk, path: str, shown: str, settings: Settings) -> tuple[str, Finding | None]:
+    """What the entry at `path` is, found without opening it (a FIFO would block a read), and the
+    finding it needs: 'file', 'dir', 'missing', 'symlink' (not followed) or 'special'. A symlink
+    to a regular file is 'file' under `--follow-symlinks`."""
+    kind = disk.file_type(path)
+    if kind == "symlink":
+        target = printable(disk.read_link(path))
+        if settings.follow_symlinks and disk.file_type(path, follow=True) == "file":
+            why = f"a symbolic link to {target}; followed (--follow-symlinks): read as the file"
+            return "file", Finding("symlink", shown, detail=why)
+        why = f"a symbolic link to {target}; never followed"
+        return "symlink", Finding("symlink", shown, detail=why)
+    if kind in SPECIAL_TYPES:
+        why = f"{SPECIAL_TYPES[kind]}; never opened (Kafka would hang or fail on it)"
+        return "special", Finding("special_file", shown, detail=why)
+    return kind, None
+
+
 def _scan_log_dir_entry(
-    disk: Disk, result: LogDirScan, name: str, settings: Settings, progress: Progress | None
+    disk: Disk,
+    result: LogDirScan,
+    name: str,
+    kind: str,
+    settings: Settings,
+    progress: Progress | None,
 ) -> None:
-    """One entry of the log dir: a partition dir to scan, a root file Kafka keeps, or a finding."""
+    """One entry of the log dir: a partition dir to scan, a root file Kafka keeps, or a finding.
+    Symlinks and special files have their finding already and are never read."""
     p = join(result.root, name)
-    if disk.is_symlink(p):
-        result.findings.append(
-            Finding("symlink", name, detail="a symbolic link in the log dir; never followed")
-        )
-        return
-    if disk.is_dir(p):
+    if kind == "dir":
         if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
             return
         try:
@@ -252,6 +285,8 @@ def _scan_log_dir_entry(
         result.partitions.append(
             _scan_partition(disk, p, name, name, settings, result.checkpoints, progress)
         )
+        return
+    if kind != "file":
         return
     fn = layout.classify_log_dir_file(name)
     if fn.kind is FileKind.UNKNOWN:
@@ -279,11 +314,12 @@ def _scan_partition(
     progress: Progress | None,
 ) -> PartitionScan:
     """A partition dir's steps, in the order Kafka's loader takes them: which files are there →
-    the segments in offset order → the swap files of an interrupted operation → indexes with no
+    the segments in offset order (and the offsets missing between them) → the swap files of an interrupted operation → indexes with no
     segment → producer snapshots and leader epochs held against the log end."""
     p = _partition(disk, path, rel, name, settings, checkpoints)
     files = _sort_files(disk, p)
     _scan_segments(disk, p, files, progress)
+    _check_holes(p)
     _scan_swap_segments(disk, p, files)
     _check_orphan_indexes(disk, p, files)
     check_snapshots(disk, p)
@@ -316,6 +352,7 @@ def _partition(
         p.recovery_point = (checkpoints.recovery_points or {}).get(tp)
         p.log_start_checkpoint = (checkpoints.log_start_offsets or {}).get(tp)
         p.high_watermark = (checkpoints.high_watermarks or {}).get(tp)
+        p.cleaner_offset = (checkpoints.cleaner_offsets or {}).get(tp)
     return p
 
 
@@ -348,16 +385,19 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
     files = _PartitionFiles()
     for fname in disk.list_dir(p.path):
         fpath = join(p.path, fname)
-        if disk.is_symlink(fpath):
-            p.findings.append(
-                Finding("symlink", p.file(fname), detail="a symbolic link; never followed")
-            )
+        kind, finding = _look(disk, fpath, p.file(fname), p.settings)
+        if finding is not None:
+            p.findings.append(finding)
+        if kind in ("symlink", "special"):
+            _leave_alone(p, finding)
             continue
-        if disk.is_dir(fpath):
+        if kind == "dir":
             p.findings.append(
                 Finding("stray_file", p.file(fname), detail="a directory; Kafka ignores it")
             )
             continue
+        if kind != "file":
+            continue  # gone since the listing
         p.files.append(fname)
         fn = layout.classify_partition_file(fname)
         if fn.blocks_kafka_load or (fn.offset is not None and not fn.canonical and not fn.leftover):
@@ -402,6 +442,15 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
     return files
 
 
+def _leave_alone(p: PartitionScan, finding: Finding) -> None:
+    """A symlink or special file among the partition's files: what Kafka reads there is not what
+    a repair would change, so every mode leaves the partition as it is."""
+    why = f"{printable(finding.file)} is {finding.detail.partition(';')[0]}"
+    if finding.kind == "symlink":
+        why += " (--follow-symlinks reads a link to a regular file as that file)"
+    p.left_alone = why if p.left_alone is None else f"{p.left_alone}; {why}"
+
+
 def _scan_segments(
     disk: Disk, p: PartitionScan, files: _PartitionFiles, progress: Progress | None
 ) -> None:
@@ -425,6 +474,7 @@ def _scan_segments(
             max_batch_size=p.settings.max_batch_size,
             next_base=bases[n + 1] if n + 1 < len(bases) else None,
             previous_max_epoch=max_epoch,
+            deep=p.settings.deep_iteration,
         )
         max_epoch = seg.max_epoch
         if progress is not None:
@@ -441,6 +491,66 @@ def _scan_segments(
         p.segments.append(seg)
         if seg.last_offset is not None:
             previous_last = seg.last_offset
+
+
+COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
+"""Kafka's internal topics, always `cleanup.policy=compact`."""
+
+
+def compacted(p: PartitionScan) -> bool:
+    """Whether offset gaps between the partition's segments can be the log cleaner's: its topic's
+    `cleanup.policy` when given, else evidence that the cleaner has run on it (an entry in
+    cleaner-offset-checkpoint) or an internal topic (always compacted)."""
+    policy = p.settings.compacted if p.settings is not None else None
+    if policy is not None:
+        return policy
+    return p.cleaner_offset is not None or p.topic in COMPACTED_TOPICS
+
+
+def _check_holes(p: PartitionScan) -> None:
+    """`offset_hole`: a segment in the middle of the partition that holds no batch, though it
+    held some (bytes in its file, or indexes naming offsets), while the next segment starts above
+    it. Kafka rolls a segment only to append to it and deletes an empty active segment it rolls,
+    so outside compaction such a segment means its offsets were lost. The hole runs from where
+    the data before it ends to the next segment's base (at or past the log start). Its indexes'
+    complaints are the same loss said worse, and are dropped."""
+    if compacted(p):
+        return
+    data_end: int | None = None
+    for seg, nxt in zip(p.segments, p.segments[1:], strict=False):
+        if seg.runs:
+            data_end = seg.next_offset
+            continue
+        if seg.size == 0 and seg.indexed_last_offset is None:
+            continue  # nothing says it ever held a batch
+        first = seg.base_offset if data_end is None else min(data_end, seg.base_offset)
+        first = max(first, p.log_start_checkpoint or 0)
+        last = nxt.base_offset - 1
+        if first > last:
+            continue
+        held = (
+            f"its indexes name offsets up to {seg.indexed_last_offset}"
+            if seg.indexed_last_offset is not None
+            else f"its {seg.size} bytes hold no valid batch"
+        )
+        seg.index_findings = [f for f in seg.index_findings if f.kind not in _INDEX_KINDS]
+        seg.findings.insert(
+            0,
+            Finding(
+                "offset_hole",
+                seg.name,
+                0,
+                seg.size,
+                first,
+                f"offsets {first}..{last} are missing: segment {seg.base_offset} holds no batch "
+                f"({held}) and the next segment starts at {nxt.base_offset}",
+                last_offset=last,
+            ),
+        )
+        data_end = nxt.base_offset
+
+
+_INDEX_KINDS = ("offset_index_corrupt", "time_index_corrupt")
 
 
 def _scan_swap_segments(disk: Disk, p: PartitionScan, files: _PartitionFiles) -> None:

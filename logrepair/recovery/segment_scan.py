@@ -20,7 +20,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..format.batch import CONTROL_MASK, TRANSACTIONAL_MASK, RecordBatch
-from ..format.errors import Defect
+from ..format.errors import Defect, FormatError
+from ..format.legacy import LegacyBatch
 from ..format.walker import CRC_VALID_KINDS
 from ..storage.disk import Disk
 from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
@@ -31,6 +32,14 @@ from .kafka_reading import INT_MAX, KafkaReading, Piece
 
 _TXN_MARKER = TRANSACTIONAL_MASK | CONTROL_MASK
 _NEVER = 2**63
+INT64_MAX = 2**63 - 1
+
+
+def java_long(value: int) -> int:
+    """`value` as Java's long arithmetic leaves it: a last offset `base + delta` past 2^63 - 1
+    wraps to a negative number in Kafka (the base offset is outside the CRC, so any value is
+    possible)."""
+    return (value + 2**63) % 2**64 - 2**63
 
 
 @dataclass(slots=True)
@@ -73,7 +82,8 @@ class SegmentScan:
     misnamed: bool = False
     """The first batch lies below the base offset in the name (`segment_name_mismatch`)."""
     unordered: bool = False
-    """Batch offsets go back somewhere in the segment (an `offset_regression`/`offset_overlap`)."""
+    """Batch offsets go back somewhere in the segment, in either reading (an `offset_regression`
+    or `offset_overlap`, or a CRC-valid batch Kafka keeps whose offsets go back)."""
     kafka_piece_invalid: int | None = None
     """After Kafka's overflow split, the base offset of the first piece whose recovery throws
     InvalidOffsetException (offsets going back at an index entry of the piece)."""
@@ -90,6 +100,9 @@ class SegmentScan:
     """The `.index` and `.timeindex` Kafka's recovery writes for its valid prefix, when the
     segment's own indexes will be replaced (from the batches of the same pass, through
     `storage.index_builder.recovery_index_bytes`)."""
+    indexed_last_offset: int | None = None
+    """The highest offset the segment's own offset or time index names (None: no entry): an
+    emptied segment's indexes say what it held."""
     kafka_index_entries: int = 0
     """Entries of the offset index Kafka's recovery would write (0 when not computed)."""
 
@@ -133,6 +146,7 @@ def scan_segment(
     max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
     next_base: int | None = None,
     previous_max_epoch: int = -1,
+    deep: bool = False,
 ) -> SegmentScan:
     """Scans `path` (a `.log`, or a `.log.swap`), named `name` in findings.
 
@@ -141,14 +155,16 @@ def scan_segment(
     created when the log ended at N, so batches here at or past N are the tail of a truncation that
     was never made durable (`offset_overlap`, from `stale_from` on). `index_paths` are the offset,
     time and transaction index (None when the file does not exist). `previous_max_epoch` is the
-    highest leader epoch of the valid batches before this segment (`SegmentScan.max_epoch`)."""
+    highest leader epoch of the valid batches before this segment (`SegmentScan.max_epoch`).
+    `deep` decodes every record (decompression capped as the dump caps it): a batch whose records
+    fail is a finding of a CRC-valid kind, which Kafka's recovery keeps and a consumer stops at."""
     seg = SegmentScan(base_offset, name, disk.size(path))
     index_checks = SegmentIndexChecks(disk, seg, index_paths)
     kafka = KafkaReading(seg, index_interval_bytes)
     strict = _StrictReading(
         seg, previous_last_offset, next_base, previous_max_epoch, message_max_bytes
     )
-    _read_batches(disk, path, max_batch_size, strict, kafka, index_checks)
+    _read_batches(disk, path, max_batch_size, deep, strict, kafka, index_checks)
     strict.finish()
     kafka.finish()
     index_checks.finish(disk)
@@ -160,6 +176,7 @@ def _read_batches(
     disk: Disk,
     path: str,
     max_batch_size: int | None,
+    deep: bool,
     strict: _StrictReading,
     kafka: KafkaReading,
     index_checks: SegmentIndexChecks,
@@ -174,9 +191,12 @@ def _read_batches(
     oc_next = _NEVER if offset_check is None else offset_check.next_position()
     tc_next = _NEVER if time_check is None else time_check.next_offset()
     for item in LogScan(
-        disk, path, resync=True, check_offsets=False, max_batch_size=max_batch_size
+        disk, path, resync=True, check_offsets=False, max_batch_size=max_batch_size, deep=deep
     ):
         cls = item.__class__
+        if cls is LegacyBatch and item.is_compressed:
+            item = _wrapper_or_defect(item)
+            cls = item.__class__
         if cls is Defect:
             strict.defect(item)
             if not kafka.on:
@@ -187,19 +207,22 @@ def _read_batches(
             # A batch whose CRC holds: Kafka's recovery keeps it (spec fmt §2.9) and goes through
             # the same steps as for any batch, reading only its header; so do the index checks.
             header = batch_header(disk, path, item.position)
-            position, first, last = item.position, header.base_offset, header.last_offset
+            position, first = item.position, header.base_offset
+            last = java_long(header.last_offset)
             kafka.batch(position, first, last, item.length, header.max_timestamp)
         else:
             position = item.position
             first = item.base_offset
             if cls is RecordBatch:
                 size = len(item.raw)
-                last = first + item.last_offset_delta
+                last = strict_last = first + item.last_offset_delta
                 if item.attributes & _TXN_MARKER == _TXN_MARKER and kafka.on:
                     seg.has_txn_markers = True
+                if last > INT64_MAX:  # the strict reading calls it `offset_invalid`
+                    last = java_long(last)
             else:
                 size = item.size
-                last = item.last_offset
+                last = strict_last = item.last_offset
             if kafka.on:
                 kafka.batch(position, first, last, size, item.max_timestamp)
         if position >= oc_next:
@@ -207,7 +230,19 @@ def _read_batches(
         if last >= tc_next:
             tc_next = time_check.batch(last)
         if cls is not Defect:
-            strict.batch(item, position, first, last, size)
+            strict.batch(item, position, first, strict_last, size)
+
+
+def _wrapper_or_defect(wrapper: LegacyBatch) -> LegacyBatch | Defect:
+    """A compressed legacy wrapper, or the defect that stops its base offset being read (the
+    offset field is outside the CRC: a negative one, or inner records that do not decompress).
+    Kafka's recovery reads only the wrapper's header, so it keeps such a batch (a CRC-valid
+    kind)."""
+    try:
+        wrapper.base_offset  # noqa: B018 - decompresses, and keeps the records
+    except FormatError as e:
+        return Defect(e.kind, wrapper.position, wrapper.size, e.detail, None)
+    return wrapper
 
 
 class _StrictReading:
@@ -269,7 +304,7 @@ class _StrictReading:
     def batch(self, item, position: int, first: int, last: int, size: int) -> None:
         """A batch that framed and passed its checks: valid unless its offsets are out of
         place."""
-        if first < 0 or last < first:
+        if first < 0 or not 0 <= last - first <= INT_MAX or last >= INT64_MAX:
             self._offsets_invalid(position, size, first, last)
             return
         if self.last is not None and first <= self.last:
@@ -335,7 +370,8 @@ class _StrictReading:
             self.regressions.end()
 
     def _offsets_invalid(self, position: int, size: int, first: int, last: int) -> None:
-        """The offset fields lie outside the CRC: a flipped bit there leaves the CRC valid."""
+        """The offset fields lie outside the CRC: a flipped bit there leaves the CRC valid. A batch
+        spanning more offsets than a segment's relative range has no segment it can be in."""
         self.run = None
         self.seg.findings.append(
             Finding(
@@ -344,7 +380,9 @@ class _StrictReading:
                 position,
                 size,
                 first,
-                f"batch at offsets {first}..{last}: a negative or inverted offset range",
+                f"batch at offsets {first}..{last}: a negative, inverted or impossible offset "
+                "range (the log end after it would not fit a long, or it is wider than a "
+                "segment's 2^31 - 1 relative offsets)",
             )
         )
 

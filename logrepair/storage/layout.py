@@ -355,3 +355,17 @@ def stray_dir_name(tp: TopicPartition, unique_id: str) -> str:
 def _truncated_dir_name(tp: TopicPartition, unique_id: str, dir_suffix: str) -> str:
     suffix = f"-{tp.partition}.{unique_id}{dir_suffix}"
     return tp.topic[: max(0, MAX_DIR_NAME_LENGTH - len(suffix))] + suffix
+
+
+def printable(name: str) -> str:
+    """`name` as a report shows it: bytes that are not UTF-8 (which `os.listdir` hands over as
+    surrogate escapes) become `\\xNN`, so printing or JSON-encoding it never fails."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        pass
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")
