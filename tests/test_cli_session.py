@@ -3,8 +3,8 @@ says reads right at every step: verify, a dry run, the repair, verify again, the
 undo.
 
 The log dir: `orders-0` with a corrupt batch in the middle of its active segment, `payments-1`
-whose last batch is torn although the high watermark says it was acknowledged, and `clicks-0`,
-healthy.
+whose middle segment was emptied (zeros where its batches were) and whose last batch is torn
+although the high watermark says both were acknowledged, and `clicks-0`, healthy.
 """
 
 from __future__ import annotations
@@ -40,6 +40,7 @@ def log_dir(tmp_path) -> Path:
     write_segment(d / "clicks-0", 0, batches(0, 5))
     flip_byte(d / "orders-0" / layout.log_file_name(10), 4 * BATCH_SIZE + 40)  # offset 14
     truncate(d / "payments-1" / layout.log_file_name(20), 10 * BATCH_SIZE - 20)  # offset 29 torn
+    (d / "payments-1" / layout.log_file_name(10)).write_bytes(bytes(10 * BATCH_SIZE))  # a hole
     tps = [("orders", 0), ("payments", 1), ("clicks", 0)]
     write_offsets(d, layout.RECOVERY_POINT_CHECKPOINT, dict(zip(tps, (10, 20, 5), strict=True)))
     write_offsets(d, layout.REPLICATION_CHECKPOINT, dict(zip(tps, (20, 30, 5), strict=True)))
@@ -61,7 +62,10 @@ def test_a_new_users_session_reads_right_at_every_step(log_dir: Path):
         "point-in-time (removes offsets 14..19; acknowledged offsets lost 14..19), "
         "salvage (removes offset 14; acknowledged offsets lost 14)"
     ) in text
-    assert "salvage (removes only the damaged batches; acknowledged offsets lost 29)" in text
+    assert (
+        "salvage (removes only the damaged batches; acknowledged offsets lost 10..19, 29)" in text
+    )
+    assert "offset_hole                    payments-1/" in text  # the emptied middle segment
 
     # 2. the dry run: per partition, in offsets, and one line to paste to the application owners
     proc = cli("repair", str(log_dir), "--mode", "salvage", "--dry-run")
@@ -73,11 +77,8 @@ def test_a_new_users_session_reads_right_at_every_step(log_dir: Path):
     assert not any(line.strip().startswith("clicks-0") for line in lines)  # untouched
     summary = lines[-1]
     assert summary.startswith("summary: salvage repair of") and "dry run" in summary
-    assert "orders-0 lost offsets 14 (1), acknowledged 14 (1)" in summary
-    assert (
-        "payments-1 lost damaged batches from offset 29 on (their offsets are unreadable), "
-        "acknowledged 29 (1)"
-    ) in summary
+    assert "orders-0 lost offset 14, all acknowledged" in summary
+    assert "payments-1 lost offsets 10..19, 29 (11), all acknowledged" in summary
 
     # 3. the repair, as a script reads it: each partition's own ranges, never merged
     proc = cli("repair", str(log_dir), "--mode", "salvage", "--json")
@@ -92,8 +93,10 @@ def test_a_new_users_session_reads_right_at_every_step(log_dir: Path):
     assert orders["removed_offsets"] == orders["gaps"] == orders["acknowledged_lost"] == [[14, 14]]
     assert orders["removed_bytes"] == BATCH_SIZE
     assert orders["high_watermark"] == [20, 20] and orders["recovery_point"] == [10, 20]
-    assert payments["removed_offsets"] == [] and payments["acknowledged_lost"] == [[29, 29]]
-    assert payments["removed_bytes"] == BATCH_SIZE - 20
+    # the hole was not this repair's doing: a gap left, acknowledged and lost, not removed
+    assert payments["removed_offsets"] == [] and payments["gaps"] == [[10, 19]]
+    assert payments["acknowledged_lost"] == [[10, 19], [29, 29]]
+    assert payments["removed_bytes"] == 10 * BATCH_SIZE + BATCH_SIZE - 20
     assert payments["high_watermark"] == [30, 29] and payments["recovery_point"] == [20, 29]
     assert out["removed_bytes"] == orders["removed_bytes"] + payments["removed_bytes"]
 
@@ -131,7 +134,9 @@ def test_the_strict_modes_report_what_they_cut_per_partition(log_dir: Path, mode
     by_name = {f"{p['topic']}-{p['partition']}": p for p in out["partitions"]}
     assert by_name["orders-0"]["removed_offsets"] == [[14, 19]]
     assert by_name["orders-0"]["acknowledged_lost"] == [[14, 19]]
-    assert by_name["payments-1"]["acknowledged_lost"] == [[29, 29]]
+    assert by_name["payments-1"]["acknowledged_lost"] == (
+        [[10, 29]] if mode == "point-in-time" else [[10, 19], [29, 29]]
+    )
 
 
 def test_a_folder_of_notes_is_not_a_log_dir(tmp_path):

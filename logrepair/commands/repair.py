@@ -103,30 +103,27 @@ def summary(result: RepairResult) -> str:
 
 
 def _lost(loss: PartitionLoss) -> str:
-    if loss.removed_offsets:
-        text = (
-            f"{loss.name} lost offsets {notation.offset_ranges(loss.removed_offsets)} "
-            f"({notation.count(loss.removed_offsets)})"
-        )
-    elif loss.records_removed:
-        text = (
-            f"{loss.name} lost damaged batches from offset {loss.log_end_offset[1]} on (their "
-            "offsets are unreadable)"
-        )
-    else:  # nothing removed, but the log already ended below its high watermark
-        return (
-            f"{loss.name} lacks acknowledged offsets "
-            f"{notation.offset_ranges(loss.acknowledged_lost)} "
-            f"({notation.count(loss.acknowledged_lost)}; gone before the repair)"
-        )
-    if loss.acknowledged_lost:
-        return (
-            f"{text}, acknowledged {notation.offset_ranges(loss.acknowledged_lost)} "
-            f"({notation.count(loss.acknowledged_lost)})"
-        )
-    if loss.high_watermark[0] is None:
-        return f"{text}, acknowledgement unknown (no high watermark checkpointed)"
-    return f"{text}, none acknowledged (high watermark {loss.high_watermark[0]})"
+    """`<partition> lost offsets A..B (n), <how many of them were acknowledged>`."""
+    known = loss.offsets_lost
+    parts = []
+    if known:
+        parts.append(notation.named(known))
+    end = loss.log_end_offset[1]
+    if loss.damaged_tail and not any(first <= end <= last for first, last in known):
+        parts.append(f"damaged batches from offset {end} on (their offsets are unreadable)")
+    text = f"{loss.name} lost " + " and ".join(parts)
+    acknowledged = loss.acknowledged_lost
+    if acknowledged and acknowledged == known:
+        text += ", all acknowledged"
+    elif acknowledged:
+        text += f", acknowledged {notation.named(acknowledged)}"
+    elif loss.high_watermark[0] is None:
+        text += ", acknowledgement unknown (no high watermark checkpointed)"
+    else:
+        text += f", none acknowledged (high watermark {loss.high_watermark[0]})"
+    if not loss.records_removed and not loss.removed_offsets:
+        text += " (gone before the repair)"
+    return text
 
 
 def _left(left: list[dict]) -> str:

@@ -18,8 +18,9 @@ from .defects import is_data_defect
 from .plan import Action
 from .scan import PartitionScan
 
-NOT_RECORDS = frozenset({"garbage_tail"})
-"""Data defects whose bytes hold no records: removing them loses nothing."""
+NOT_RECORDS = frozenset({"garbage_tail", "offset_hole"})
+"""Data defects whose bytes hold no records (zeros or junk after the last batch, a segment that
+holds no batch): removing them loses nothing."""
 
 
 @dataclass(slots=True)
@@ -37,12 +38,21 @@ class PartitionLoss:
     log_end_offset: tuple[int, int] = (0, 0)
     records_removed: bool = False
     """Records were removed: valid batches, or damaged ones (not only zero padding or junk)."""
+    damaged_tail: bool = False
+    """Among them, damaged batches after the partition's last valid batch, whose offsets cannot
+    be read (a torn tail): the report says "from the log end on"."""
     changed: bool = False
     """The plan has an action in the partition dir or changes one of its checkpoint entries."""
 
     @property
     def name(self) -> str:
         return f"{self.topic}-{self.partition}" if self.partition >= 0 else self.topic
+
+    @property
+    def offsets_lost(self) -> list[tuple[int, int]]:
+        """Every offset the repaired log lacks that this report knows by number: removed, left as
+        a gap, or acknowledged but gone."""
+        return notation.merge([*self.removed_offsets, *self.gaps, *self.acknowledged_lost])
 
     @property
     def lost(self) -> bool:
@@ -102,21 +112,26 @@ def partition_loss(
     actions: list[Action],
     *,
     gaps: list[tuple[int, int]],
+    missing: list[tuple[int, int]],
     log_end: int,
     high_watermark: tuple[int | None, int | None],
     recovery_point: tuple[int | None, int | None],
 ) -> PartitionLoss:
     """The loss of one partition under `actions` (the plan's actions in its dir), given the gaps
-    the plan leaves, its log end after the plan, and its checkpoint values before and after."""
-    removed = notation.merge(
-        [a.removed_offsets for a in actions if a.removed_offsets is not None] + gaps
+    its cuts leave, the offsets already `missing` before it that the repaired log still lacks
+    between kept batches (holes), its log end after the plan, and its checkpoint values before
+    and after. Holes are gaps left, and acknowledged loss below the high watermark, but not
+    offsets this repair removed."""
+    missing = [m for m in missing if m[0] < log_end]
+    removed = notation.subtract(
+        [a.removed_offsets for a in actions if a.removed_offsets is not None] + gaps, missing
     )
     loss = PartitionLoss(
         p.topic,
         p.partition,
         p.rel,
         removed_offsets=removed,
-        gaps=notation.merge(gaps),
+        gaps=notation.merge([*gaps, *missing]),
         removed_bytes=sum(a.removed_bytes for a in actions),
         high_watermark=high_watermark,
         recovery_point=recovery_point,
@@ -128,7 +143,8 @@ def partition_loss(
         if log_end < hw:
             below_hw.append((log_end, hw - 1))
         loss.acknowledged_lost = notation.clip(below_hw, p.log_start_offset, hw - 1)
-    loss.records_removed = bool(removed) or _damaged_records_removed(p, actions)
+    damaged, loss.damaged_tail = _damaged_records_removed(p, actions)
+    loss.records_removed = bool(removed) or damaged
     loss.changed = (
         bool(actions)
         or high_watermark[0] != high_watermark[1]
@@ -137,16 +153,20 @@ def partition_loss(
     return loss
 
 
-def _damaged_records_removed(p: PartitionScan, actions: list[Action]) -> bool:
-    """A cut or deleted `.log` range holds a damaged batch (not only zeros or junk after the last
-    batch)."""
+def _damaged_records_removed(p: PartitionScan, actions: list[Action]) -> tuple[bool, bool]:
+    """Whether a cut or deleted `.log` range holds a damaged batch (not only zeros or junk after
+    the last batch, or a segment holding none), and whether one of those lies after the last
+    valid batch of the partition's last segment."""
     by_file = {s.name: s for s in p.segments}
+    last = p.segments[-1] if p.segments else None
+    damaged = tail = False
     for a in actions:
         if not a.removed_bytes or not a.file.endswith(layout.LOG_SUFFIX):
             continue
         seg = by_file.get(a.file)
         if seg is None:
-            return True  # a file the scan did not read as a segment: assume the worst
+            damaged = True  # a file the scan did not read as a segment: assume the worst
+            continue
         cut_from = a.size if a.action == "truncate" and a.size is not None else 0
         for f in seg.findings:
             if (
@@ -154,5 +174,7 @@ def _damaged_records_removed(p: PartitionScan, actions: list[Action]) -> bool:
                 and f.kind not in NOT_RECORDS
                 and (f.position is None or f.position + (f.length or 0) > cut_from)
             ):
-                return True
-    return False
+                damaged = True
+                after_runs = all(r.end <= (f.position or 0) for r in seg.runs)
+                tail = tail or (seg is last and after_runs)
+    return damaged, tail

@@ -31,6 +31,13 @@ def offset_ranges(ranges: Iterable[tuple[int, int]] | Iterable[list[int]]) -> st
     return text or "none"
 
 
+def named(ranges: Iterable[tuple[int, int]] | Iterable[list[int]]) -> str:
+    """`offset A`, or `offsets A..B, C (n)` with their number."""
+    ranges = list(ranges)
+    n = count(ranges)
+    return f"offset {offset_ranges(ranges)}" if n == 1 else f"offsets {offset_ranges(ranges)} ({n})"
+
+
 def count(ranges: Iterable[tuple[int, int]] | Iterable[list[int]]) -> int:
     """The number of offsets the ranges hold."""
     return sum(last - first + 1 for first, last in ranges)
@@ -56,3 +63,22 @@ def clip(ranges: Iterable[tuple[int, int]], low: int, high: int) -> list[tuple[i
         if first <= last:
             out.append((first, last))
     return merge(out)
+
+
+def subtract(
+    ranges: Iterable[tuple[int, int]], minus: Iterable[tuple[int, int]]
+) -> list[tuple[int, int]]:
+    """The parts of `ranges` outside every range of `minus`."""
+    out = merge(ranges)
+    for low, high in merge(minus):
+        cut: list[tuple[int, int]] = []
+        for first, last in out:
+            if last < low or first > high:
+                cut.append((first, last))
+                continue
+            if first < low:
+                cut.append((first, low - 1))
+            if last > high:
+                cut.append((high + 1, last))
+        out = cut
+    return out

@@ -130,6 +130,11 @@ def _losses(
             p,
             partition_actions(p, plan.actions),
             gaps=pp.gaps,
+            missing=[
+                (f.offset, f.last_offset)
+                for f in p.all_findings
+                if f.kind == "offset_hole" and f.offset is not None and f.last_offset is not None
+            ],
             log_end=end,
             high_watermark=_before_after(after, layout.REPLICATION_CHECKPOINT, p),
             recovery_point=_before_after(after, layout.RECOVERY_POINT_CHECKPOINT, p),
