@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from ..recovery import notation
-from ..recovery.planner import fix_hints
+from ..recovery.mode_costs import fix_hints
 from ..recovery.scan import LogDirScan, scan_path
 from ..storage.layout import printable
 from ._recovery_options import add_command, emit, on_path

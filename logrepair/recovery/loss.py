@@ -13,9 +13,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..storage import layout
+from ..storage.layout import TopicPartition
 from . import notation
 from .defects import is_data_defect
-from .plan import Action
+from .modes.partition_plan import PartitionPlan
+from .plan import Action, Plan
 from .scan import PartitionScan
 
 NOT_RECORDS = frozenset({"garbage_tail", "offset_hole"})
@@ -178,3 +180,51 @@ def _damaged_records_removed(p: PartitionScan, actions: list[Action]) -> tuple[b
                 after_runs = all(r.end <= (f.position or 0) for r in seg.runs)
                 tail = tail or (seg is last and after_runs)
     return damaged, tail
+
+
+def plan_losses(
+    plan: Plan,
+    partition_plans: list[tuple[PartitionPlan, int]],
+    after: dict[str, dict[TopicPartition, int] | None],
+) -> list[PartitionLoss]:
+    """The loss of every partition the plan touches, from each partition's plan and its log end as
+    checkpoints are held to, and the root checkpoints as the plan leaves them (`after`)."""
+    out = []
+    for pp, end in partition_plans:
+        p = pp.p
+        loss = partition_loss(
+            p,
+            partition_actions(p, plan.actions),
+            gaps=pp.gaps,
+            missing=[
+                (f.offset, f.last_offset)
+                for f in p.all_findings
+                if f.kind == "offset_hole" and f.offset is not None and f.last_offset is not None
+            ],
+            log_end=end,
+            high_watermark=_before_after(after, layout.REPLICATION_CHECKPOINT, p),
+            recovery_point=_before_after(after, layout.RECOVERY_POINT_CHECKPOINT, p),
+        )
+        if loss.changed or loss.lost:
+            out.append(loss)
+    return out
+
+
+def checkpointed(p: PartitionScan) -> bool:
+    """The root checkpoints' entry for the partition's topic-partition is this dir's: a live (or
+    future) dir's, never a `-delete` or `-stray` dir's of the same topic-partition."""
+    return p.dir_kind in ("live", "future")
+
+
+def _before_after(
+    after: dict[str, dict[TopicPartition, int] | None], name: str, p: PartitionScan
+) -> tuple[int | None, int | None]:
+    """The partition's entry in checkpoint `name` before the repair and as the repair leaves it."""
+    if not checkpointed(p):
+        return None, None
+    before = {
+        layout.REPLICATION_CHECKPOINT: p.high_watermark,
+        layout.RECOVERY_POINT_CHECKPOINT: p.recovery_point,
+    }[name]
+    entries = after.get(name)
+    return before, (before if entries is None else entries.get(p.tp))
