@@ -111,6 +111,8 @@ def _lost(loss: PartitionLoss) -> str:
     end = loss.log_end_offset[1]
     if loss.damaged_tail and not any(first <= end <= last for first, last in known):
         parts.append(f"damaged batches from offset {end} on (their offsets are unreadable)")
+    elif not parts:
+        parts.append("damaged batches (their offsets are unreadable)")
     text = f"{loss.name} lost " + " and ".join(parts)
     acknowledged = loss.acknowledged_lost
     if acknowledged and acknowledged == known:
