@@ -124,7 +124,7 @@ def partition_loss(
     between kept batches (holes), its log end after the plan, and its checkpoint values before
     and after. Holes are gaps left, and acknowledged loss below the high watermark, but not
     offsets this repair removed."""
-    missing = [m for m in missing if m[0] < log_end]
+    missing = [m for m in missing if m[1] < log_end]  # the repaired log goes on after it
     removed = notation.subtract(
         [a.removed_offsets for a in actions if a.removed_offsets is not None] + gaps, missing
     )
