@@ -89,7 +89,14 @@ class PartitionLoss:
         parts = [removed]
         if self.gaps:
             parts.append(f"gaps left {notation.offset_ranges(self.gaps)}")
-        parts.append(f"acknowledged offsets lost {notation.offset_ranges(self.acknowledged_lost)}")
+        parts.append(
+            "acknowledged offsets lost "
+            + (
+                "unknown (no high watermark checkpointed)"
+                if self.high_watermark[0] is None
+                else notation.offset_ranges(self.acknowledged_lost)
+            )
+        )
         parts.append(f"log end {_change(self.log_end_offset)}")
         parts.append(f"high watermark {_change(self.high_watermark)}")
         parts.append(f"recovery point {_change(self.recovery_point)}")
