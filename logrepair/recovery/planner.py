@@ -100,6 +100,6 @@ def fixing_modes(scan: LogDirScan) -> dict[int, list[str]]:
         plan = make_plan(scan, mode)
         left = {(f["kind"], f["file"], f["position"], f["offset"]) for f in plan.left}
         for f in scan.all_findings():
-            if (f.kind, f.file, f.position, f.offset) not in left:
+            if (f.kind, printable(f.file), f.position, f.offset) not in left:
                 out[id(f)].append(mode)
     return out
