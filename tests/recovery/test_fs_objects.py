@@ -114,7 +114,8 @@ def test_a_special_file_is_a_finding_and_its_partition_is_left_as_it_is(tmp_path
         assert special[0]["severity"] == "damage" and "never opened" in special[0]["detail"]
         assert where in a["left_alone"]
         before = _state(d / "a-0")
-        for mode in MODES:
+        # every mode for the active segment; one for the other places
+        for mode in MODES if where == WHERE[0] else ("salvage",):
             proc = cli("repair", str(d), "--mode", mode, "--quarantine", str(tmp_path / mode))
             assert proc.returncode in (0, 1), proc.stderr
             assert "a-0: left as it is" in proc.stdout
@@ -188,6 +189,19 @@ def test_names_that_are_not_utf8_are_reported_escaped(tmp_path):
     assert proc.returncode in (0, 1), proc
     files = [f["file"] for f in json.loads(proc.stdout)["partitions"][0]["defects"]]
     assert "x\\xfe.log" in files
-    for mode in MODES:
-        proc = cli("repair", str(d), "--mode", mode, "--dry-run")
+    proc = cli("repair", str(d), "--mode", "salvage", "--dry-run")
+    assert proc.returncode == 1 and "t\\xff-0" in proc.stdout, proc
+
+
+def test_a_symlinked_root_checkpoint_is_read_as_absent_and_never_written(tmp_path):
+    d = _log_dir(tmp_path)
+    real = tmp_path / "elsewhere-checkpoint"
+    (d / layout.RECOVERY_POINT_CHECKPOINT).rename(real)
+    (d / layout.RECOVERY_POINT_CHECKPOINT).symlink_to(real)
+    before = real.read_bytes()
+    for mode in ("kafka", "salvage"):
+        proc = cli("repair", str(d), "--mode", mode, "--quarantine", str(tmp_path / mode))
         assert proc.returncode in (0, 1), proc
+        assert (d / layout.RECOVERY_POINT_CHECKPOINT).is_symlink() and real.read_bytes() == before
+    again = json.loads(cli("repair", str(d), "--mode", "salvage", "--dry-run", "--json").stdout)
+    assert not again["actions"], again["actions"]
