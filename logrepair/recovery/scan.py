@@ -312,8 +312,9 @@ def _scan_partition(
     progress: Progress | None,
 ) -> PartitionScan:
     """A partition dir's steps, in the order Kafka's loader takes them: which files are there →
-    the segments in offset order (and the offsets missing between them) → the swap files of an interrupted operation → indexes with no
-    segment → producer snapshots and leader epochs held against the log end."""
+    the segments in offset order (and the offsets missing between them) → the swap files of an
+    interrupted operation → indexes with no segment → producer snapshots and leader epochs held
+    against the log end."""
     p = _partition(disk, path, rel, name, settings, checkpoints)
     files = _sort_files(disk, p)
     _scan_segments(disk, p, files, progress)

@@ -1,6 +1,6 @@
 """File-system objects that are not regular files, symlinks, and names that are not UTF-8 (issues
 11.4, 11.10, 12.4): real FIFOs, sockets, device nodes and links in real directories, through the
-real CLI in a subprocess with a timeout, so a hang fails the test instead of the suite."""
+real CLI in a subprocess with a timeout, so a hang fails the test instead of hanging the suite."""
 
 from __future__ import annotations
 
@@ -8,30 +8,16 @@ import json
 import os
 import socket
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from logrepair.storage import layout
+from tests.test_cli_recovery import cli
 
 from .builders import batches, flip_byte, write_offsets, write_segment
 
-REPO = Path(__file__).resolve().parents[2]
 MODES = ("kafka", "point-in-time", "salvage")
-
-
-def cli(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ, PYTHONPATH=str(REPO))
-    env.pop("LOGREPAIR_DEBUG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "logrepair", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
 
 
 def _state(d: Path) -> dict:
