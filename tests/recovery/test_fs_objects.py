@@ -191,3 +191,17 @@ def test_a_symlinked_root_checkpoint_is_read_as_absent_and_never_written(tmp_pat
         assert (d / layout.RECOVERY_POINT_CHECKPOINT).is_symlink() and real.read_bytes() == before
     again = json.loads(cli("repair", str(d), "--mode", "salvage", "--dry-run", "--json").stdout)
     assert not again["actions"], again["actions"]
+
+
+def test_audit_and_rebuild_index_go_around_a_fifo(tmp_path):
+    d = _log_dir(tmp_path)
+    target = d / "a-0" / layout.log_file_name(20)
+    os.mkfifo(target)
+    out = json.loads(cli("audit", str(d), "--json").stdout)
+    a = next(p for p in out["partitions"] if p["topic"] == "a")
+    assert "special_file" in {f["kind"] for f in a["findings"]}
+    before = _state(d / "a-0")
+    (d / "a-0" / layout.index_file_name(0)).write_bytes(b"")  # an index to rebuild
+    proc = cli("rebuild-index", str(d))
+    assert proc.returncode in (0, 1) and "a-0: left as it is" in proc.stdout, proc
+    assert _state(d / "a-0") == {**before, layout.index_file_name(0): (stat.S_IFREG, b"")}
