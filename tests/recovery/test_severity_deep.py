@@ -106,3 +106,15 @@ def test_notices_alone_leave_verify_exit_0(log_dir):
     with open(log_dir / "t-0" / layout.log_file_name(0), "ab") as f:
         f.write(b"\x00" * 40)
     assert cli("verify", str(log_dir), "--message-max-bytes", "2000").returncode == 1
+
+
+def test_repair_takes_deep_iteration_on_the_command_line(log_dir):
+    write_segment(log_dir / "t-0", 0, [*batches(0, 5), bad_records(5), *batches(8, 5)])
+    shallow = json.loads(
+        cli("repair", str(log_dir), "--mode", "salvage", "--dry-run", "--json").stdout
+    )
+    assert shallow["removed_bytes"] == 0
+    proc = cli("repair", str(log_dir), "--mode", "salvage", "--deep-iteration", "--json")
+    assert proc.returncode == 1, proc
+    assert json.loads(proc.stdout)["removed_bytes"] == len(bad_records(5))
+    assert cli("verify", str(log_dir), "--deep-iteration").returncode == 0
