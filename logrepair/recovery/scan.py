@@ -517,8 +517,8 @@ def _check_holes(p: PartitionScan) -> None:
     so outside compaction such a segment means its offsets were lost. The hole runs from where
     the data before it ends to the next segment's base (at or past the log start). Its indexes'
     complaints are the same loss said worse, and are dropped."""
-    if compacted(p):
-        return
+    if compacted(p) or p.left_alone is not None:
+        return  # (a segment left unread may be the data between)
     data_end: int | None = None
     for seg, nxt in zip(p.segments, p.segments[1:], strict=False):
         if seg.runs:
