@@ -14,18 +14,20 @@ from ..format.control import ControlType
 from ..format.errors import Defect, FormatError
 from ..storage.disk import Disk
 from ..storage.scan import LogScan
-from .model import CommitKey, SegmentSummary, SegmentTask
+from .model import BatchDetails, CommitKey, SegmentSummary, SegmentTask
 
 INT_MAX = 2**31 - 1
 _TXN_ENDS = (ControlType.COMMIT, ControlType.ABORT)
 
 
-def summarize_segment(disk: Disk, task: SegmentTask) -> SegmentSummary:
+def summarize_segment(disk: Disk, task: SegmentTask, *, details: bool = False) -> SegmentSummary:
     """Scans `task.file`; never raises for bad bytes (they become defects) or for I/O errors
-    (they become `scan_error`, so one unreadable file does not fail a fleet audit)."""
-    summary = SegmentSummary(task)
+    (they become `scan_error`, so one unreadable file does not fail a fleet audit). `details`
+    keeps each batch's size, epoch, max timestamp and producer id too."""
+    summary = SegmentSummary(task, details=BatchDetails() if details else None)
     top_epoch = -1
     digests = summary.digests
+    more = summary.details
     try:
         for item in LogScan(disk, task.file, resync=True):
             if isinstance(item, Defect):
@@ -42,6 +44,8 @@ def summarize_segment(disk: Disk, task: SegmentTask) -> SegmentSummary:
             summary.valid_end = item.position + item.size
             digests.add(base, last, item.crc, item.position)
             epoch = item.partition_leader_epoch
+            if more is not None:
+                _add_details(more, item)
             if epoch is not None and epoch > top_epoch:
                 top_epoch = epoch
                 summary.epochs.append((epoch, base))
@@ -50,6 +54,14 @@ def summarize_segment(disk: Disk, task: SegmentTask) -> SegmentSummary:
     except (OSError, RuntimeError) as e:
         summary.scan_error = f"{task.file}: {getattr(e, 'strerror', None) or e}"
     return summary
+
+
+def _add_details(more: BatchDetails, batch) -> None:
+    epoch, timestamp, pid = batch.partition_leader_epoch, batch.max_timestamp, batch.producer_id
+    more.size.append(batch.size)
+    more.leader_epoch.append(-1 if epoch is None else epoch)
+    more.max_timestamp.append(-1 if timestamp is None else timestamp)
+    more.producer_id.append(-1 if pid is None else pid)
 
 
 def _misplaced(task: SegmentTask, batch) -> Defect:

@@ -1,0 +1,194 @@
+"""`logrepair audit --spark [MASTER] --from-summaries SRC...`: the fleet audit over scan summaries.
+
+The brokers' summaries (summary_writer.py) are read as Spark DataFrames; no executor touches a
+broker's disk. The driver reads only the small tables (one manifest row per broker, one row per log
+dir). `partitions` and `segments` meet in one cogroup by topic-partition: each group holds every
+replica of one topic-partition, with its segments' digests, and runs on an executor through Arrow
+the direct audit's own functions (`audit_partition` on each replica, `compare_replicas` across
+them). Only the per-partition audits, the replica audits and the consumer commits come back to the
+driver, which builds the report with the same `build_report`; digests never leave the executors.
+
+Paths are the brokers' own. Where two brokers have a log dir at the same path (every broker's
+`/var/lib/kafka/data`), every path of the report is prefixed with its broker, `node-1:/var/...`
+(with its cluster as well, `<cluster>/node-1:`, when broker labels repeat across clusters).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+from collections import Counter, defaultdict
+from functools import partial, reduce
+
+import pyarrow as pa
+
+from .checks import audit_partition
+from .errors import SummaryError
+from .fleet import build_report, latest_commits
+from .model import AuditReport
+from .spark import replica_rows, spark_schema, write_tables
+from .summary_tables import (
+    DETAIL_COLUMNS,
+    FORMAT_VERSION,
+    log_dir_plan,
+    partition_plan,
+    segment_summaries,
+)
+
+_RESULT_SCHEMA = "kind string, value binary"
+_NOT_SHIPPED = {"mtime_ns", "ctime_ns", "inode", *DETAIL_COLUMNS}
+"""Segment columns the checks do not read: pruned before the shuffle."""
+
+
+def audit_summaries_spark(
+    spark, sources: list[str], *, recovery_rate: int, out: str | None = None
+) -> AuditReport:
+    """The fleet audit of the summaries under `sources`; with `out`, its tables as Parquet."""
+    from pyspark.sql import functions as F
+
+    spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
+    roots = [s if "://" in s else os.path.abspath(s) for s in sources]
+    _check_manifests(_read(spark, roots, "broker"))
+    dirs = [r.asDict(recursive=True) for r in _read(spark, roots, "log_dirs").collect()]
+    prefix = _prefix_rule(dirs)
+    plans = [
+        log_dir_plan(d, d["broker"], _qualify(prefix, d["cluster"], d["broker"], d["path"]))
+        for d in dirs
+    ]
+    clean = {(d["cluster"], d["broker"], d["path"]): d["clean_shutdown"] for d in dirs}
+
+    partitions = _read(spark, roots, "partitions")
+    segments = _read(spark, roots, "segments")
+    shipped = segments.select([c for c in segments.columns if c not in _NOT_SHIPPED])
+    results = (
+        partitions.groupBy("topic", "partition")
+        .cogroup(shipped.groupBy("topic", "partition"))
+        .applyInArrow(partial(_audit_topic_partition, prefix, clean), _RESULT_SCHEMA)
+    )
+    rows = [(r.kind, pickle.loads(r.value)) for r in results.collect()]
+    report = build_report(
+        plans,
+        [v for kind, v in rows if kind == "partition"],
+        [v for kind, v in rows if kind == "replicas"],
+        latest_commits(v for kind, v in rows if kind == "commits"),
+        recovery_rate=recovery_rate,
+    )
+    if out is not None:
+
+        def q(column: str):
+            if prefix is None:
+                return F.col(column)
+            label = [F.col("broker")] if prefix == "broker" else [F.col("cluster"), F.lit("/")]
+            label += [] if prefix == "broker" else [F.col("broker")]
+            return F.concat(*label, F.lit(":"), F.col(column))
+
+        schema = spark_schema("segments")
+        table = segments.select(
+            q("log_dir").alias("log_dir"),
+            q("partition_dir").alias("partition_dir"),
+            *[F.col(c) for c in ("topic", "partition")],
+            q("file").alias("file"),
+            *[F.col(c) for c in ("base_offset", "size", "batches", "valid_end")],
+            *[F.col(c) for c in ("first_offset", "next_offset")],
+            F.size("defects").alias("defects"),
+            F.col("scan_error"),
+        )
+        table = table.select([F.col(f.name).cast(f.dataType) for f in schema.fields])
+        write_tables(spark, report, table, out)
+    return report
+
+
+def _read(spark, roots: list[str], table: str):
+    """One table over every broker under `roots`, with `cluster` and `broker` as columns."""
+    from pyspark.errors import AnalysisException
+
+    frames = []
+    for root in roots:
+        pattern = f"{root.rstrip('/')}/cluster=*/broker=*/{table}.parquet"
+        try:
+            frames.append(spark.read.option("basePath", root).parquet(pattern))
+        except AnalysisException:
+            raise SummaryError(
+                f"{root}: no summaries there (looked for {pattern}, as `logrepair audit "
+                "--summaries-out` writes them)"
+            ) from None
+    return reduce(lambda a, b: a.unionByName(b), frames)
+
+
+def _check_manifests(manifests) -> None:
+    """Every broker once, and every summary of this format version: one line otherwise."""
+    from pyspark.errors import AnalysisException
+
+    try:
+        rows = manifests.select("cluster", "broker", "format_version").collect()
+    except AnalysisException:
+        raise SummaryError(
+            "not a logrepair summary: its broker.parquet has no format_version"
+        ) from None
+    twice = [k for k, n in Counter((r.cluster, r.broker) for r in rows).items() if n > 1]
+    if twice:
+        cluster, broker = sorted(twice)[0]
+        raise SummaryError(f"broker {broker} of cluster {cluster} is in more than one SRC")
+    wrong = sorted((r.cluster, r.broker, r.format_version) for r in rows)
+    wrong = [w for w in wrong if w[2] != FORMAT_VERSION]
+    if wrong:
+        cluster, broker, version = wrong[0]
+        age = "an older" if (version or 0) < FORMAT_VERSION else "a newer"
+        more = f" (and {len(wrong) - 1} more brokers)" if len(wrong) > 1 else ""
+        raise SummaryError(
+            f"the summary of broker {broker} of cluster {cluster}{more} is in format version "
+            f"{version}, {age} one than this logrepair reads ({FORMAT_VERSION}): write it again "
+            "with this logrepair's `audit --summaries-out`"
+        )
+
+
+def _prefix_rule(dirs: list[dict]) -> str | None:
+    """None when every log dir path is unique across the fleet, else how paths are prefixed."""
+    owners = defaultdict(set)
+    for d in dirs:
+        owners[d["path"]].add((d["cluster"], d["broker"]))
+    if all(len(o) == 1 for o in owners.values()):
+        return None
+    labels = {(d["cluster"], d["broker"]) for d in dirs}
+    clusters_of = Counter(broker for _, broker in labels)
+    return "broker" if all(n == 1 for n in clusters_of.values()) else "cluster/broker"
+
+
+def _qualify(prefix: str | None, cluster: str, broker: str, path: str) -> str:
+    if prefix is None:
+        return path
+    return f"{broker}:{path}" if prefix == "broker" else f"{cluster}/{broker}:{path}"
+
+
+def _audit_topic_partition(
+    prefix: str | None, clean: dict, parts: pa.Table, segments: pa.Table
+) -> pa.Table:
+    """On an executor: every replica of one topic-partition, from its rows to its audit."""
+    rows_of: dict[tuple, list[int]] = defaultdict(list)
+    keys = zip(
+        *(segments.column(c).to_pylist() for c in ("cluster", "broker", "partition_dir")),
+        strict=True,
+    )
+    for i, key in enumerate(keys):
+        rows_of[key].append(i)
+    done = []
+    for row in parts.to_pylist():
+        cluster, broker = row["cluster"], row["broker"]
+        qualify = partial(_qualify, prefix, cluster, broker)
+        plan = partition_plan(row, qualify)
+        mine = segments.take(pa.array(rows_of.get((cluster, broker, row["path"]), []), pa.int64()))
+        summaries = segment_summaries(mine, qualify)
+        result = audit_partition(
+            plan,
+            summaries,
+            broker=broker,
+            clean_shutdown=clean[(cluster, broker, row["log_dir"])],
+        )
+        done.append((result, []))
+    out = replica_rows(done)
+    return pa.table(
+        {
+            "kind": pa.array([k for k, _ in out], pa.string()),
+            "value": pa.array([pickle.dumps(v, protocol=5) for _, v in out], pa.binary()),
+        }
+    )
