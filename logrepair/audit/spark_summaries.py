@@ -29,11 +29,11 @@ from .model import AuditReport
 from .spark import replica_rows, spark_schema, write_tables
 from .summary_tables import (
     DETAIL_COLUMNS,
-    FORMAT_VERSION,
     log_dir_plan,
     partition_plan,
     segment_summaries,
 )
+from .summary_writer import read_manifests
 
 _RESULT_SCHEMA = "kind string, value binary"
 _NOT_SHIPPED = {"mtime_ns", "ctime_ns", "inode", *DETAIL_COLUMNS}
@@ -46,9 +46,9 @@ def audit_summaries_spark(
     """The fleet audit of the summaries under `sources`; with `out`, its tables as Parquet."""
     from pyspark.sql import functions as F
 
+    read_manifests(sources)  # refuses other format versions before Spark reads anything
     spark.conf.set("spark.sql.sources.partitionColumnTypeInference.enabled", "false")
     roots = [s if "://" in s else os.path.abspath(s) for s in sources]
-    _check_manifests(_read(spark, roots, "broker"))
     dirs = [r.asDict(recursive=True) for r in _read(spark, roots, "log_dirs").collect()]
     prefix = _prefix_rule(dirs)
     plans = [
@@ -113,33 +113,6 @@ def _read(spark, roots: list[str], table: str):
                 "--summaries-out` writes them)"
             ) from None
     return reduce(lambda a, b: a.unionByName(b), frames)
-
-
-def _check_manifests(manifests) -> None:
-    """Every broker once, and every summary of this format version: one line otherwise."""
-    from pyspark.errors import AnalysisException
-
-    try:
-        rows = manifests.select("cluster", "broker", "format_version").collect()
-    except AnalysisException:
-        raise SummaryError(
-            "not a logrepair summary: its broker.parquet has no format_version"
-        ) from None
-    twice = [k for k, n in Counter((r.cluster, r.broker) for r in rows).items() if n > 1]
-    if twice:
-        cluster, broker = sorted(twice)[0]
-        raise SummaryError(f"broker {broker} of cluster {cluster} is in more than one SRC")
-    wrong = sorted((r.cluster, r.broker, r.format_version) for r in rows)
-    wrong = [w for w in wrong if w[2] != FORMAT_VERSION]
-    if wrong:
-        cluster, broker, version = wrong[0]
-        age = "an older" if (version or 0) < FORMAT_VERSION else "a newer"
-        more = f" (and {len(wrong) - 1} more brokers)" if len(wrong) > 1 else ""
-        raise SummaryError(
-            f"the summary of broker {broker} of cluster {cluster}{more} is in format version "
-            f"{version}, {age} one than this logrepair reads ({FORMAT_VERSION}): write it again "
-            "with this logrepair's `audit --summaries-out`"
-        )
 
 
 def _prefix_rule(dirs: list[dict]) -> str | None:

@@ -24,6 +24,7 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -92,14 +93,89 @@ class BrokerSummary:
         }
 
 
-def open_destination(dest: str) -> tuple[pafs.FileSystem, str]:
-    """The filesystem and root path of DEST: a URI pyarrow knows, or a local path."""
-    if "://" in dest:
+def open_location(where: str) -> tuple[pafs.FileSystem, str]:
+    """The filesystem and root path of a DEST or SRC: a URI pyarrow knows (Hadoop's `s3a://`
+    read as `s3://`), or a local path."""
+    if "://" in where:
+        scheme, rest = where.split("://", 1)
+        if not rest.strip("/"):
+            raise SummaryError(f"{where}: no bucket or path after {scheme}://")
+        uri = f"s3://{rest}" if scheme in ("s3a", "s3n") else where
         try:
-            return pafs.FileSystem.from_uri(dest)
+            return pafs.FileSystem.from_uri(uri)
         except (pa.ArrowException, OSError, ValueError) as e:
-            raise SummaryError(f"{dest}: {e}") from None
-    return pafs.LocalFileSystem(), os.path.abspath(dest)
+            raise SummaryError(f"{where}: {e}") from None
+    return pafs.LocalFileSystem(), os.path.abspath(where)
+
+
+def read_manifests(sources: list[str]) -> list[dict]:
+    """The `broker.parquet` row of every broker under `sources`, with `cluster`, `broker` and
+    `source`; refuses (one line) a SRC without summaries, a broker found twice, and any summary of
+    another format version, before anything else reads them."""
+    rows = []
+    for source in sources:
+        fs, root = open_location(source)
+        found = 0
+        for cluster_dir in _subdirs(fs, root, "cluster="):
+            for broker_dir_ in _subdirs(fs, cluster_dir, "broker="):
+                try:
+                    manifest = pq.read_table(f"{broker_dir_}/broker.parquet", filesystem=fs)
+                except FileNotFoundError:
+                    continue
+                except (pa.ArrowException, OSError) as e:
+                    raise SummaryError(f"{broker_dir_}/broker.parquet: unreadable: {e}") from None
+                found += 1
+                for m in manifest.to_pylist():
+                    cluster = unquote(cluster_dir.rsplit("/cluster=", 1)[1])
+                    broker = unquote(broker_dir_.rsplit("/broker=", 1)[1])
+                    rows.append({**m, "cluster": cluster, "broker": broker, "source": source})
+        if not found:
+            raise SummaryError(
+                f"{source}: no summaries there (no cluster=*/broker=*/broker.parquet, as "
+                "`logrepair audit --summaries-out` writes them)"
+            )
+    _check_manifests(rows)
+    return rows
+
+
+def _subdirs(fs: pafs.FileSystem, path: str, prefix: str) -> list[str]:
+    try:
+        infos = fs.get_file_info(pafs.FileSelector(path))
+    except (FileNotFoundError, NotADirectoryError):
+        return []
+    except (pa.ArrowException, OSError) as e:
+        raise SummaryError(f"{path}: {e}") from None
+    return sorted(
+        i.path
+        for i in infos
+        if i.type == pafs.FileType.Directory and i.base_name.startswith(prefix)
+    )
+
+
+def _check_manifests(rows: list[dict]) -> None:
+    """Every broker once, every summary of this format version: one line otherwise."""
+    seen: dict[tuple[str, str], str] = {}
+    for r in rows:
+        key = (r["cluster"], r["broker"])
+        if key in seen:
+            raise SummaryError(
+                f"broker {key[1]} of cluster {key[0]} is in both {seen[key]} and {r['source']}"
+            )
+        seen[key] = r["source"]
+    wrong = sorted(
+        (r["cluster"], r["broker"], r.get("format_version"), r["source"])
+        for r in rows
+        if r.get("format_version") != FORMAT_VERSION
+    )
+    if wrong:
+        cluster, broker, version, source = wrong[0]
+        age = "an older" if (version or 0) < FORMAT_VERSION else "a newer"
+        more = f" (and {len(wrong) - 1} more brokers)" if len(wrong) > 1 else ""
+        raise SummaryError(
+            f"{source}: the summary of broker {broker} of cluster {cluster}{more} is in format "
+            f"version {version}, {age} one than this logrepair reads ({FORMAT_VERSION}): write it "
+            "again with this logrepair's `audit --summaries-out`"
+        )
 
 
 def file_stamp(disk: Disk, task: SegmentTask) -> Stamp:
@@ -126,7 +202,7 @@ def write_summaries(
     """Summarizes the log dirs under `paths` into DEST, one summary per broker label (the audit's:
     `node-<node.id>`, or `broker` for all of them)."""
     disk = disk or OsDisk()
-    fs, root = open_destination(dest)
+    fs, root = open_location(dest)
     plans = discover(disk, paths)
     if broker is not None:
         for p in plans:
@@ -138,7 +214,7 @@ def write_summaries(
     for label, dirs in sorted(brokers.items()):
         clusters = Counter(d.meta.cluster_id for d in dirs if d.meta and d.meta.cluster_id)
         cluster = clusters.most_common(1)[0][0] if clusters else UNKNOWN_CLUSTER
-        writer = BrokerSummaryWriter(fs, root, cluster, label)
+        writer = BrokerSummaryWriter(fs, root, cluster, label, shown=dest)
         try:
             out.append(_summarize_broker(disk, writer, dirs, full_rescan=full_rescan))
         except BaseException:
@@ -177,10 +253,14 @@ class BrokerSummaryWriter:
     """One broker's summary under `root/cluster=…/broker=…`. Segments stream out in row groups;
     `commit` moves every table into place. The bench feeds it generated summaries directly."""
 
-    def __init__(self, fs: pafs.FileSystem, root: str, cluster: str, broker: str) -> None:
+    def __init__(
+        self, fs: pafs.FileSystem, root: str, cluster: str, broker: str, *, shown: str | None = None
+    ) -> None:
+        """`shown`: DEST as the user wrote it, for messages (default: `root`)."""
         self.fs = fs
         self.dir = broker_dir(root, cluster, broker)
-        self.stats = BrokerSummary(cluster, broker, self.dir)
+        shown = root if shown is None or "://" not in shown else shown
+        self.stats = BrokerSummary(cluster, broker, broker_dir(shown, cluster, broker))
         self._tag = f"{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self._log_dirs: list[dict] = []
         self._partitions: list[dict] = []
@@ -195,7 +275,7 @@ class BrokerSummaryWriter:
                 column_encoding=_DELTA,
             )
         except (OSError, pa.ArrowException) as e:
-            raise SummaryError(f"{self.dir}: cannot write there: {e}") from None
+            raise SummaryError(f"{self.stats.path}: cannot write there: {e}") from None
 
     def _tmp(self, table: str) -> str:
         return f"{self.dir}/.{table}.parquet.{self._tag}.tmp"

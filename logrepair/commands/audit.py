@@ -131,6 +131,11 @@ def run(args: argparse.Namespace) -> int:
         else:
             from ..audit.spark import audit_paths_spark, spark_session
 
+            if args.from_summaries:  # refused in one line before Spark starts
+                require("pyarrow", "--from-summaries")
+                from ..audit.summary_writer import read_manifests
+
+                read_manifests(args.from_summaries)
             spark = spark_session(master or None, app_name="logrepair-audit")
             try:
                 if args.from_summaries:
