@@ -51,6 +51,7 @@ SCHEMAS: dict[str, pa.Schema] = {
             ("format_version", pa.int32()),
             ("logrepair_version", pa.string()),
             ("written_at", pa.timestamp("ms", tz="UTC")),
+            ("stamped_at", pa.timestamp("ms", tz="UTC")),
             ("log_dirs", pa.int32()),
             ("partitions", pa.int32()),
             ("segments", pa.int64()),

@@ -13,13 +13,15 @@ Incremental: a segment whose stamp (size, modification time, change time and ino
 in the broker's previous summary is not read again; its row is copied from there. Kafka writes only
 the active segment and replaces others by renaming new files in (compaction, splits), which changes
 the inode; an in-place rewrite changes the modification time, and the change time even when the
-modification time is set back. Bit rot below the file system changes nothing a stamp sees:
+modification time is set back. A file modified less than `RACY_NS` before its stamp was taken is
+scanned again whatever its stamp. Bit rot below the file system changes nothing a stamp sees:
 `--full-rescan` reads everything again.
 """
 
 from __future__ import annotations
 
 import os
+import time
 import uuid
 from collections import Counter
 from dataclasses import dataclass
@@ -51,6 +53,10 @@ from .summary_tables import (
 )
 
 UNKNOWN_CLUSTER = "unknown"
+RACY_NS = 2_000_000_000
+"""A stamp is trusted only for a file last modified this long before it was taken: timestamps
+are coarse (a kernel tick; whole seconds on some file systems), so a file rewritten in the same
+tick as its stamp keeps its mtime. Such a file is scanned again next time (git's racy-clean rule)."""
 ROW_GROUP_BATCHES = 1 << 18
 """Digests per Parquet row group of `segments` (about 16 MiB in memory): bounds the writer's and a
 reader's memory whatever the size of the log."""
@@ -228,12 +234,21 @@ def _summarize_broker(
 ) -> BrokerSummary:
     """Each segment copied from the previous summary when its stamp is unchanged, else scanned."""
     stats = writer.stats
-    previous = {} if full_rescan else writer.previous_stamps()
+    writer.refuse_another_brokers_summary(dirs)
+    previous, settled_before = {}, 0
     if full_rescan:
         stats.previous = "not used: --full-rescan"
+    else:
+        previous, stamped_at = writer.previous_stamps()
+        settled_before = stamped_at - RACY_NS
     tasks = [t for d in dirs for p in d.partitions for t in p.segments]
+    writer.stamped_at = time.time_ns()
     stamps = {t.file: file_stamp(disk, t) for t in tasks}
-    reused = {f for f, stamp in stamps.items() if stamp[1] >= 0 and previous.get(f) == stamp}
+    reused = {
+        f
+        for f, stamp in stamps.items()
+        if 0 <= stamp[1] < settled_before and previous.get(f) == stamp
+    }
     writer.copy_segments(reused)
     for t in tasks:
         if t.file not in reused:
@@ -265,6 +280,8 @@ class BrokerSummaryWriter:
         self._log_dirs: list[dict] = []
         self._partitions: list[dict] = []
         self._rows = SegmentRows()
+        self.stamped_at = time.time_ns()
+        """When the segments' stamps were taken (before any of them)."""
         try:
             fs.create_dir(self.dir, recursive=True)
             self._segments = pq.ParquetWriter(
@@ -283,28 +300,49 @@ class BrokerSummaryWriter:
     def _final(self, table: str) -> str:
         return f"{self.dir}/{table}.parquet"
 
-    def previous_stamps(self) -> dict[str, Stamp]:
-        """file → stamp of the segments in this broker's last summary, when it can be reused:
-        same format version and same logrepair version (a newer scanner may find more)."""
+    def refuse_another_brokers_summary(self, dirs: list[LogDirPlan]) -> None:
+        """Two brokers with one label (a node id used twice) would overwrite each other's
+        summary in turn. Where log dirs carry directory ids (KRaft), a previous summary of other
+        log dirs is refused rather than replaced."""
+        mine = {d.meta.directory_id for d in dirs if d.meta and d.meta.directory_id}
+        try:
+            table = pq.read_table(
+                self._final("log_dirs"), filesystem=self.fs, columns=["directory_id"]
+            )
+        except (FileNotFoundError, pa.ArrowException, OSError):
+            return
+        theirs = {i for i in table.column("directory_id").to_pylist() if i}
+        if mine and theirs and not mine & theirs:
+            raise SummaryError(
+                f"{self.stats.path} holds the summary of other log dirs (directory ids "
+                f"{', '.join(sorted(theirs))}, not {', '.join(sorted(mine))}): is node id "
+                "used by two brokers? Give this one its own label with --broker"
+            )
+
+    def previous_stamps(self) -> tuple[dict[str, Stamp], int]:
+        """file → stamp of the segments in this broker's last summary, and when those stamps were
+        taken (ns), when it can be reused: same format version and same logrepair version (a
+        newer scanner may find more)."""
         try:
             manifest = pq.read_table(self._final("broker"), filesystem=self.fs).to_pylist()
         except (FileNotFoundError, pa.ArrowException, OSError):
-            return {}
+            return {}, 0
         versions = [(m["format_version"], m["logrepair_version"]) for m in manifest]
         if versions != [(FORMAT_VERSION, __version__)]:
             found = ", ".join(f"format {f} of logrepair {v}" for f, v in versions)
             self.stats.previous = f"not used: written as {found or 'nothing'}"
-            return {}
+            return {}, 0
         try:
             table = pq.read_table(
                 self._final("segments"), filesystem=self.fs, columns=["file", *STAMP_COLUMNS]
             )
         except (FileNotFoundError, pa.ArrowException, OSError) as e:
             self.stats.previous = f"not used: unreadable: {e}"
-            return {}
+            return {}, 0
         self.stats.previous = "used"
         columns = [table.column(c).to_pylist() for c in ("file", *STAMP_COLUMNS)]
-        return {f: tuple(stamp) for f, *stamp in zip(*columns, strict=True)}
+        stamped_at = int(manifest[0]["stamped_at"].timestamp() * 1000) * 1_000_000
+        return {f: tuple(stamp) for f, *stamp in zip(*columns, strict=True)}, stamped_at
 
     def copy_segments(self, files: set[str]) -> None:
         """The previous summary's rows of `files`, streamed row group by row group."""
@@ -351,6 +389,7 @@ class BrokerSummaryWriter:
             "format_version": FORMAT_VERSION,
             "logrepair_version": __version__,
             "written_at": datetime.now(UTC),
+            "stamped_at": datetime.fromtimestamp(self.stamped_at / 1e9, UTC),
             "log_dirs": s.log_dirs,
             "partitions": s.partitions,
             "segments": s.segments,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -40,7 +41,16 @@ def broker(tmp_path, **options) -> str:
             OFFSETS: PartitionSpec(offsets_log(EVENTS), segment_batches=2),
         }
     )
-    return write_log_dir(str(tmp_path / "b1"), spec)
+    return age(write_log_dir(str(tmp_path / "b1"), spec))
+
+
+def age(log_dir: str) -> str:
+    """Sets every file's mtime an hour back: a stamp of a file modified just before it was taken
+    is not trusted (timestamps are coarse), and these files were all written a moment ago."""
+    for folder, _, files in os.walk(log_dir):
+        for name in files:
+            os.utime(os.path.join(folder, name), ns=(0, time.time_ns() - 3600 * 10**9))
+    return log_dir
 
 
 def table(dest: str, name: str) -> pa.Table:
@@ -142,13 +152,49 @@ def test_a_second_run_rescans_only_changed_segments(tmp_path):
     assert segments_scanned(tmp_path, log_dir, full_rescan=True) == (5, "not used: --full-rescan")
 
 
+def test_a_segment_modified_just_before_its_stamp_is_scanned_again(tmp_path):
+    log_dir = broker(tmp_path)
+    recent = os.path.join(log_dir, "t-0", "00000000000000000000.log")
+    os.utime(recent)  # now: a write in the same clock tick as the stamp would not show
+    assert segments_scanned(tmp_path, log_dir) == (6, "none")
+    assert segments_scanned(tmp_path, log_dir) == (1, "used")
+
+
 def test_a_summary_of_another_version_is_not_reused(tmp_path):
     log_dir = broker(tmp_path)
     (written,) = write_summaries([log_dir], str(tmp_path / "dest"))
     path = os.path.join(written.path, "broker.parquet")
     manifest = pq.read_table(path)
     pq.write_table(manifest.set_column(0, "format_version", pa.array([99], pa.int32())), path)
-    assert segments_scanned(tmp_path, log_dir) == (6, "not used: written as format 99 of logrepair 0.1.0")
+    assert segments_scanned(tmp_path, log_dir) == (
+        6,
+        "not used: written as format 99 of logrepair 0.1.0",
+    )
+
+
+def test_the_fleet_audit_refuses_another_format_version_in_one_line(tmp_path):
+    """Before Spark starts: the manifests are read on the driver."""
+    log_dir = broker(tmp_path)
+    (written,) = write_summaries([log_dir], str(tmp_path / "dest"))
+    path = os.path.join(written.path, "broker.parquet")
+    good = pq.read_table(path)
+    for version, age_ in ((99, "a newer"), (0, "an older")):
+        pq.write_table(good.set_column(0, "format_version", pa.array([version], pa.int32())), path)
+        proc = run_cli("audit", "--spark", "local[1]", "--from-summaries", str(tmp_path / "dest"))
+        assert proc.returncode == 2
+        assert proc.stderr == (
+            f"logrepair audit: {tmp_path / 'dest'}: the summary of broker node-1 of cluster "
+            f"MkU3OEVBNTcwNTJENDM2Qg is in format version {version}, {age_} one than this "
+            f"logrepair reads ({FORMAT_VERSION}): write it again with this logrepair's "
+            "`audit --summaries-out`\n"
+        )
+    pq.write_table(good, path)
+    write_summaries([log_dir], str(tmp_path / "again"))
+    proc = run_cli(
+        "audit", "--spark", "--from-summaries", str(tmp_path / "dest"), str(tmp_path / "again")
+    )
+    assert proc.returncode == 2 and "broker node-1 of cluster" in proc.stderr
+    assert "is in both" in proc.stderr and len(proc.stderr.splitlines()) == 1
 
 
 def test_file_uri_destination_and_broker_label(tmp_path):
