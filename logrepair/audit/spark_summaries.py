@@ -2,10 +2,11 @@
 
 The brokers' summaries (summary_writer.py) are read as Spark DataFrames; no executor touches a
 broker's disk. The driver reads only the small tables (one manifest row per broker, one row per log
-dir). `partitions` and `segments` meet in one cogroup by topic-partition: each group holds every
-replica of one topic-partition, with its segments' digests, and runs on an executor through Arrow
-the direct audit's own functions (`audit_partition` on each replica, `compare_replicas` across
-them). Only the per-partition audits, the replica audits and the consumer commits come back to the
+dir). The `partitions` and `segments` rows of all brokers meet in one shuffle by topic-partition,
+sorted by it within each task, and stream through Arrow into `_audit_sorted` on the executors,
+which runs the direct audit's own functions on each topic-partition in turn (`audit_partition` on
+each replica, `compare_replicas` across them), holding one topic-partition's digests at a time.
+Only the per-partition audits, the replica audits and the consumer commits come back to the
 driver, which builds the report with the same `build_report`; digests never leave the executors.
 
 Paths are the brokers' own. Where two brokers have a log dir at the same path (every broker's
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 import pickle
 from collections import Counter, defaultdict
+from collections.abc import Iterator
 from functools import partial, reduce
 
 import pyarrow as pa
@@ -25,12 +27,13 @@ import pyarrow as pa
 from .checks import audit_partition
 from .errors import SummaryError
 from .fleet import build_report, latest_commits
-from .model import AuditReport
-from .spark import replica_rows, spark_schema, write_tables
+from .model import AuditReport, BatchDigests
+from .spark import BINS_PER_CORE, replica_rows, spark_schema, write_tables
 from .summary_tables import (
     DETAIL_COLUMNS,
     log_dir_plan,
     partition_plan,
+    segment_rows,
     segment_summaries,
 )
 from .summary_writer import read_manifests
@@ -57,13 +60,19 @@ def audit_summaries_spark(
     ]
     clean = {(d["cluster"], d["broker"], d["path"]): d["clean_shutdown"] for d in dirs}
 
-    partitions = _read(spark, roots, "partitions")
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", "1024")
+    spark.conf.set("spark.sql.execution.arrow.maxBytesPerBatch", str(64 << 20))
+    partitions = _read(spark, roots, "partitions").withColumn("row", F.lit("partition"))
     segments = _read(spark, roots, "segments")
-    shipped = segments.select([c for c in segments.columns if c not in _NOT_SHIPPED])
+    shipped = segments.select(
+        *[c for c in segments.columns if c not in _NOT_SHIPPED], F.lit("segment").alias("row")
+    )
+    width = max(1, spark.sparkContext.defaultParallelism * BINS_PER_CORE)
     results = (
-        partitions.groupBy("topic", "partition")
-        .cogroup(shipped.groupBy("topic", "partition"))
-        .applyInArrow(partial(_audit_topic_partition, prefix, clean), _RESULT_SCHEMA)
+        partitions.unionByName(shipped, allowMissingColumns=True)
+        .repartition(width, "topic", "partition")
+        .sortWithinPartitions("topic", "partition")
+        .mapInArrow(partial(_audit_sorted, prefix, clean), _RESULT_SCHEMA)
     )
     rows = [(r.kind, pickle.loads(r.value)) for r in results.collect()]
     report = build_report(
@@ -133,35 +142,56 @@ def _qualify(prefix: str | None, cluster: str, broker: str, path: str) -> str:
     return f"{broker}:{path}" if prefix == "broker" else f"{cluster}/{broker}:{path}"
 
 
-def _audit_topic_partition(
-    prefix: str | None, clean: dict, parts: pa.Table, segments: pa.Table
-) -> pa.Table:
-    """On an executor: every replica of one topic-partition, from its rows to its audit."""
-    rows_of: dict[tuple, list[int]] = defaultdict(list)
-    keys = zip(
-        *(segments.column(c).to_pylist() for c in ("cluster", "broker", "partition_dir")),
-        strict=True,
+def _audit_sorted(prefix: str | None, clean: dict, batches) -> Iterator[pa.RecordBatch]:
+    """On an executor: rows sorted by topic-partition, audited one topic-partition at a time."""
+    parts: list[dict] = []
+    segments: list[tuple[dict, BatchDigests]] = []
+    key = None
+    for batch in batches:
+        out: list[tuple[str, object]] = []
+        for row, digests in segment_rows(batch):
+            if (row["topic"], row["partition"]) != key:
+                if parts:
+                    out += _audit_topic_partition(prefix, clean, parts, segments)
+                parts, segments, key = [], [], (row["topic"], row["partition"])
+            if row["row"] == "partition":
+                parts.append(row)
+            else:
+                segments.append((row, digests))
+        if out:
+            yield _result_batch(out)
+    if parts:
+        yield _result_batch(_audit_topic_partition(prefix, clean, parts, segments))
+
+
+def _result_batch(rows: list[tuple[str, object]]) -> pa.RecordBatch:
+    return pa.RecordBatch.from_pydict(
+        {
+            "kind": pa.array([k for k, _ in rows], pa.string()),
+            "value": pa.array([pickle.dumps(v, protocol=5) for _, v in rows], pa.binary()),
+        }
     )
-    for i, key in enumerate(keys):
-        rows_of[key].append(i)
+
+
+def _audit_topic_partition(
+    prefix: str | None,
+    clean: dict,
+    parts: list[dict],
+    segments: list[tuple[dict, BatchDigests]],
+) -> list[tuple]:
+    """Every replica of one topic-partition, from its rows to its audit."""
+    of_dir: dict[tuple, list] = defaultdict(list)
+    for row, digests in segments:
+        of_dir[(row["cluster"], row["broker"], row["partition_dir"])].append((row, digests))
     done = []
-    for row in parts.to_pylist():
+    for row in parts:
         cluster, broker = row["cluster"], row["broker"]
         qualify = partial(_qualify, prefix, cluster, broker)
-        plan = partition_plan(row, qualify)
-        mine = segments.take(pa.array(rows_of.get((cluster, broker, row["path"]), []), pa.int64()))
-        summaries = segment_summaries(mine, qualify)
         result = audit_partition(
-            plan,
-            summaries,
+            partition_plan(row, qualify),
+            segment_summaries(of_dir[(cluster, broker, row["path"])], qualify),
             broker=broker,
             clean_shutdown=clean[(cluster, broker, row["log_dir"])],
         )
         done.append((result, []))
-    out = replica_rows(done)
-    return pa.table(
-        {
-            "kind": pa.array([k for k, _ in out], pa.string()),
-            "value": pa.array([pickle.dumps(v, protocol=5) for _, v in out], pa.binary()),
-        }
-    )
+    return replica_rows(done)

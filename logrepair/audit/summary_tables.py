@@ -329,20 +329,23 @@ def partition_plan(row: dict, qualify) -> PartitionPlan:
     )
 
 
-def segment_summaries(table: pa.Table, qualify) -> list[SegmentSummary]:
-    """The summaries of one partition dir's segments in `table` (the scan's columns and the
-    digests; the details are left out), numbered by base offset as discovery numbers them."""
-    names = [
-        c
-        for c in table.column_names
-        if c not in DIGEST_COLUMNS and c not in DETAIL_COLUMNS and c in SCHEMAS["segments"].names
+def segment_rows(data: pa.Table | pa.RecordBatch) -> list[tuple[dict, BatchDigests]]:
+    """Each row of `data` (segments columns, maybe among others) as a dict of its columns but the
+    batch lists, and the digests of its batches; one conversion for all the rows."""
+    names = [c for c in data.column_names if c not in DIGEST_COLUMNS and c not in DETAIL_COLUMNS]
+    rows = data.select(names).to_pylist()
+    lists = {part: _int64_lists(data.column(c)) for c, part in DIGEST_COLUMNS.items()}
+    return [
+        (row, BatchDigests(**{part: lists[part][i] for part in lists}))
+        for i, row in enumerate(rows)
     ]
-    rows = table.select(names).to_pylist()
-    digests = {c: _int64_lists(table.column(c)) for c in DIGEST_COLUMNS}
-    order = sorted(range(len(rows)), key=lambda i: rows[i]["base_offset"])
+
+
+def segment_summaries(rows: list[tuple[dict, BatchDigests]], qualify) -> list[SegmentSummary]:
+    """The summaries of one partition dir's segment rows, numbered by base offset as discovery
+    numbers them; `qualify` maps each path as the report shows it."""
     out = []
-    for index, i in enumerate(order):
-        r = rows[i]
+    for index, (r, digests) in enumerate(sorted(rows, key=lambda rd: rd[0]["base_offset"])):
         file = qualify(r["file"])
         task = SegmentTask(
             log_dir=qualify(r["log_dir"]),
@@ -354,12 +357,6 @@ def segment_summaries(table: pa.Table, qualify) -> list[SegmentSummary]:
             size=r["size"],
             index=index,
             consumer_offsets=r["consumer_offsets"],
-        )
-        d = BatchDigests(
-            base=digests["batch_base_offset"][i],
-            last=digests["batch_last_offset"][i],
-            crc=digests["batch_crc"][i],
-            position=digests["batch_position"][i],
         )
         open_txns: dict[int, list] = {}
         for c in r["open_transactions"]:
@@ -373,8 +370,8 @@ def segment_summaries(table: pa.Table, qualify) -> list[SegmentSummary]:
                 valid_end=r["valid_end"],
                 first_offset=r["first_offset"],
                 next_offset=r["next_offset"],
-                defects=[{**d_, "file": file} for d_ in r["defects"]],
-                digests=d,
+                defects=[{**d, "file": file} for d in r["defects"]],
+                digests=digests,
                 epochs=[(e["epoch"], e["offset"]) for e in r["epochs"]],
                 commits={
                     (c["group"], c["topic"], c["partition"]): (c["at"], c["offset"])
@@ -388,10 +385,11 @@ def segment_summaries(table: pa.Table, qualify) -> list[SegmentSummary]:
     return out
 
 
-def _int64_lists(column: pa.ChunkedArray) -> list[array]:
-    """A list<int64> column as one `array('q')` per row, copied from Arrow's buffers."""
+def _int64_lists(column: pa.Array | pa.ChunkedArray) -> list[array]:
+    """A list<int64> column as one `array('q')` per row, copied from Arrow's buffers (a null
+    list, as in rows of another table, is empty)."""
     out: list[array] = []
-    for chunk in column.chunks:
+    for chunk in column.chunks if isinstance(column, pa.ChunkedArray) else [column]:
         values = chunk.flatten()
         flat = array("q")
         if len(values):

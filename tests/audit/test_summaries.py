@@ -15,7 +15,7 @@ import pyarrow.parquet as pq
 
 from logrepair.audit.discovery import discover
 from logrepair.audit.segments import summarize_segment
-from logrepair.audit.summary_tables import FORMAT_VERSION, segment_summaries
+from logrepair.audit.summary_tables import FORMAT_VERSION, segment_rows, segment_summaries
 from logrepair.audit.summary_writer import write_summaries
 from logrepair.storage.layout import TopicPartition
 from logrepair.storage.osdisk import OsDisk
@@ -78,7 +78,7 @@ def test_the_summary_holds_what_the_scan_found(tmp_path):
     plans = discover(OsDisk(), [log_dir])
     for p in plans[0].partitions:
         rows = segments.filter(pa.compute.equal(segments["partition_dir"], p.path))
-        got = segment_summaries(rows, lambda path: path)
+        got = segment_summaries(segment_rows(rows), lambda path: path)
         want = [summarize_segment(OsDisk(), t) for t in p.segments]
         assert [(s.task, s.batches, s.valid_end, s.first_offset, s.next_offset) for s in got] == [
             (s.task, s.batches, s.valid_end, s.first_offset, s.next_offset) for s in want
