@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import time
 
 import pyarrow as pa
@@ -231,3 +232,17 @@ def test_cli_refuses_mixed_modes_in_one_line(tmp_path):
         proc = run_cli("audit", *args)
         assert proc.returncode == 2, (args, proc.stderr)
         assert len(proc.stderr.strip().splitlines()) == 1 and expected in proc.stderr, proc.stderr
+
+
+def test_the_readme_lists_every_summary_table_and_column():
+    from pathlib import Path
+
+    from logrepair.audit.summary_tables import SCHEMAS, TABLES
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("**On each broker: `--summaries-out DEST`.**", 1)[1]
+    section = section.split("**Incremental.**", 1)[0]
+    for name in TABLES:
+        row = next(line for line in section.splitlines() if line.startswith(f"| `{name}` |"))
+        documented = set(re.findall(r"`([a-z_]+)`", row))
+        assert set(SCHEMAS[name].names) <= documented, name
