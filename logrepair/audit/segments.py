@@ -26,8 +26,13 @@ def summarize_segment(disk: Disk, task: SegmentTask, *, details: bool = False) -
     keeps each batch's size, epoch, max timestamp and producer id too."""
     summary = SegmentSummary(task, details=BatchDetails() if details else None)
     top_epoch = -1
-    digests = summary.digests
-    more = summary.details
+    d, more = summary.digests, summary.details
+    add_base, add_last, add_crc, add_position = (
+        d.base.append,
+        d.last.append,
+        d.crc.append,
+        d.position.append,
+    )
     try:
         for item in LogScan(disk, task.file, resync=True):
             if isinstance(item, Defect):
@@ -41,11 +46,14 @@ def summarize_segment(disk: Disk, task: SegmentTask, *, details: bool = False) -
                 summary.first_offset = base
             summary.next_offset = last + 1
             summary.batches += 1
-            summary.valid_end = item.position + item.size
-            digests.add(base, last, item.crc, item.position)
-            epoch = item.partition_leader_epoch
+            position, size, epoch = item.position, item.size, item.partition_leader_epoch
+            summary.valid_end = position + size
+            add_base(base)
+            add_last(last)
+            add_crc(item.crc)
+            add_position(position)
             if more is not None:
-                _add_details(more, item)
+                _add_details(more, size, epoch, item.max_timestamp, item.producer_id)
             if epoch is not None and epoch > top_epoch:
                 top_epoch = epoch
                 summary.epochs.append((epoch, base))
@@ -56,12 +64,12 @@ def summarize_segment(disk: Disk, task: SegmentTask, *, details: bool = False) -
     return summary
 
 
-def _add_details(more: BatchDetails, batch) -> None:
-    epoch, timestamp, pid = batch.partition_leader_epoch, batch.max_timestamp, batch.producer_id
-    more.size.append(batch.size)
+def _add_details(more: BatchDetails, size: int, epoch, timestamp, producer_id) -> None:
+    """-1 where a legacy entry has no such field, as Kafka writes it."""
+    more.size.append(size)
     more.leader_epoch.append(-1 if epoch is None else epoch)
     more.max_timestamp.append(-1 if timestamp is None else timestamp)
-    more.producer_id.append(-1 if pid is None else pid)
+    more.producer_id.append(-1 if producer_id is None else producer_id)
 
 
 def _misplaced(task: SegmentTask, batch) -> Defect:
