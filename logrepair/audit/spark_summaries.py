@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import pickle
+import sys
 from collections import Counter, defaultdict
 from collections.abc import Iterator
 from functools import partial, reduce
@@ -74,37 +75,63 @@ def audit_summaries_spark(
         .sortWithinPartitions("topic", "partition")
         .mapInArrow(partial(_audit_sorted, prefix, clean), _RESULT_SCHEMA)
     )
-    rows = [(r.kind, pickle.loads(r.value)) for r in results.collect()]
+    found = _decode(results.collect())
     report = build_report(
         plans,
-        [v for kind, v in rows if kind == "partition"],
-        [v for kind, v in rows if kind == "replicas"],
-        latest_commits(v for kind, v in rows if kind == "commits"),
+        found["partition"],
+        found["replicas"],
+        latest_commits(found["commits"]),
         recovery_rate=recovery_rate,
     )
     if out is not None:
-
-        def q(column: str):
-            if prefix is None:
-                return F.col(column)
-            label = [F.col("broker")] if prefix == "broker" else [F.col("cluster"), F.lit("/")]
-            label += [] if prefix == "broker" else [F.col("broker")]
-            return F.concat(*label, F.lit(":"), F.col(column))
-
-        schema = spark_schema("segments")
-        table = segments.select(
-            q("log_dir").alias("log_dir"),
-            q("partition_dir").alias("partition_dir"),
-            *[F.col(c) for c in ("topic", "partition")],
-            q("file").alias("file"),
-            *[F.col(c) for c in ("base_offset", "size", "batches", "valid_end")],
-            *[F.col(c) for c in ("first_offset", "next_offset")],
-            F.size("defects").alias("defects"),
-            F.col("scan_error"),
-        )
-        table = table.select([F.col(f.name).cast(f.dataType) for f in schema.fields])
-        write_tables(spark, report, table, out)
+        write_tables(spark, report, _segments_table(segments, prefix), out)
     return report
+
+
+def _segments_table(segments, prefix: str | None):
+    """The audit's `segments` table, straight from the summaries' rows (paths prefixed by
+    `_qualify`'s rule, in Spark SQL: no Python involved)."""
+    from pyspark.sql import functions as F
+
+    def path(column: str):
+        if prefix is None:
+            return F.col(column)
+        label = [F.col("broker")]
+        if prefix != "broker":
+            label = [F.col("cluster"), F.lit("/"), *label]
+        return F.concat(*label, F.lit(":"), F.col(column))
+
+    columns = {
+        "log_dir": path("log_dir"),
+        "partition_dir": path("partition_dir"),
+        "file": path("file"),
+        "defects": F.size("defects"),
+    }
+    return segments.select(
+        [
+            columns.get(f.name, F.col(f.name)).cast(f.dataType).alias(f.name)
+            for f in spark_schema("segments").fields
+        ]
+    )
+
+
+def _decode(rows: list) -> dict[str, list]:
+    """The executors' results by kind, each row freed as it is decoded and the strings that repeat
+    across partitions (log dir, broker, topic, state) shared: the driver holds the report's
+    objects, not their pickles besides."""
+    found: dict[str, list] = {"partition": [], "replicas": [], "commits": []}
+    while rows:
+        row = rows.pop()
+        value = pickle.loads(row.value)
+        audit = value.audit if row.kind == "commits" else value
+        if row.kind != "replicas":
+            audit.log_dir, audit.broker = sys.intern(audit.log_dir), sys.intern(audit.broker)
+            audit.state = sys.intern(audit.state)
+        else:
+            audit.brokers = [sys.intern(b) for b in audit.brokers]
+        audit.topic = sys.intern(audit.topic)
+        found[row.kind].append(value)
+    return found
 
 
 def _read(spark, roots: list[str], table: str):

@@ -223,6 +223,9 @@ def write_summaries(
         writer = BrokerSummaryWriter(fs, root, cluster, label, shown=dest)
         try:
             out.append(_summarize_broker(disk, writer, dirs, full_rescan=full_rescan))
+        except (OSError, pa.ArrowException) as e:  # writing DEST: a scan keeps its own errors
+            writer.abort()
+            raise SummaryError(f"{writer.stats.path}: {e}") from None
         except BaseException:
             writer.abort()
             raise
@@ -285,8 +288,9 @@ class BrokerSummaryWriter:
         try:
             fs.create_dir(self.dir, recursive=True)
             self._segments = pq.ParquetWriter(
-                fs.open_output_stream(self._tmp("segments")),
+                self._tmp("segments"),
                 SCHEMAS["segments"],
+                filesystem=fs,
                 compression="zstd",
                 use_dictionary=_STRINGS,
                 column_encoding=_DELTA,

@@ -221,7 +221,9 @@ def test_cli_summaries_out(tmp_path):
 
 def test_cli_refuses_mixed_modes_in_one_line(tmp_path):
     log_dir = broker(tmp_path)
+    (tmp_path / "a-file").write_text("")
     for args, expected in [
+        ([log_dir, "--summaries-out", str(tmp_path / "a-file")], "cannot write there"),
         (["--from-summaries", "x"], "--from-summaries needs --spark"),
         ([log_dir, "--spark", "--from-summaries", "x"], "not PATHs"),
         (["--spark", "--from-summaries", log_dir], "no summaries there"),
