@@ -134,6 +134,7 @@ def plan_log_dir(disk: Disk, path: str, broker: str, *, only: set[str] | None = 
         name: _read_checkpoint(disk, join(path, name), plan.findings)
         for name in layout.OFFSET_CHECKPOINTS
     }
+    plan.checkpoints = checkpoints
     present: set[TopicPartition] = set()
     for name in disk.list_dir(path):
         child = join(path, name)
