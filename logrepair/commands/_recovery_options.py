@@ -130,13 +130,6 @@ def add_settings_options(p: argparse.ArgumentParser) -> None:
         "consumer with CorruptRecordException, becomes a finding (slower; without it the "
         "report says records were not decoded)",
     )
-    s.add_argument(
-        "--follow-symlinks",
-        action="store_true",
-        help="read a symlink to a regular file where a segment, index or checkpoint should be as "
-        "that file (a repair then changes the target); without it a partition holding a "
-        "symlink is reported and left as it is",
-    )
     g = p.add_argument_group("Kafka settings that shape the result (Kafka's defaults)")
     g.add_argument(
         "--config",
@@ -176,7 +169,7 @@ def settings_from(args: argparse.Namespace, disk: Disk) -> Settings:
     """Defaults, then server.properties, then explicit options, then per-topic overrides."""
     settings = Settings(
         deep_iteration=args.deep_iteration,
-        follow_symlinks=args.follow_symlinks,
+        follow_symlinks=getattr(args, "follow_symlinks", False),  # verify's own option
     )
     try:
         if args.config:

@@ -28,6 +28,17 @@ def add_parser(subparsers) -> None:
         "regular files. Each finding is damage or a notice (valid but unusual); the exit status "
         "is 1 only for damage. Changes nothing.",
         run=run,
+        own_options=_options,
+    )
+
+
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="read a symlink to a regular file where a segment, index or checkpoint should be as "
+        "that file; without it a partition holding a symlink is reported and not read further "
+        "(repair always leaves such a partition as it is)",
     )
 
 

@@ -222,8 +222,8 @@ _KINDS = (
     DefectKind(
         "symlink",
         "a symbolic link inside the log dir, named with its target: never followed, never "
-        "touched; a partition holding one is left as it is by every mode, unless "
-        "`--follow-symlinks` treats a link to a regular file as that file",
+        "touched; a partition holding one is left as it is by every mode (`verify "
+        "--follow-symlinks` reads a link to a regular file as that file)",
         (),
         severity="notice",
     ),

@@ -4,6 +4,7 @@ finding's partition — computed by the same planner a dry run uses."""
 
 from __future__ import annotations
 
+from ..storage.layout import printable
 from . import notation
 from .loss import PartitionLoss
 from .plan import Plan
@@ -20,7 +21,7 @@ def fixing_modes(scan: LogDirScan) -> dict[int, list[tuple[str, Plan]]]:
         plan = make_plan(scan, mode)
         left = {(f["kind"], f["file"], f["position"], f["offset"]) for f in plan.left}
         for f in scan.all_findings():
-            if (f.kind, f.file, f.position, f.offset) not in left:
+            if (f.kind, printable(f.file), f.position, f.offset) not in left:
                 out[id(f)].append((mode, plan))
     return out
 

@@ -55,7 +55,7 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
     ends: dict[TopicPartition, tuple[int, int]] = {}
     flushed: dict[TopicPartition, int] = {}
     for p in scan.partitions:
-        if _left_alone(scan, plan, p):
+        if _left_alone(plan, p):
             continue
         pp, end, new_rp = _plan_partition(p, plan, can_checkpoint)
         if checkpointed(p):
@@ -92,18 +92,11 @@ def _start(scan: LogDirScan, plan: Plan) -> None:
         plan.notes.append("a partition dir on its own: recovered whole (recovery point 0)")
 
 
-def _left_alone(scan: LogDirScan, plan: Plan, p: PartitionScan) -> bool:
-    """A partition no mode touches (a symlink or special file in it, a name Kafka could not have
-    made), noted."""
+def _left_alone(plan: Plan, p: PartitionScan) -> bool:
+    """A partition no mode touches (a symlink or special file in it), noted. (A dir whose name
+    Kafka could not have made is no partition: the scan calls it a stray directory.)"""
     if p.left_alone is not None:
         plan.notes.append(f"{printable(p.rel or p.path)}: left as it is: {p.left_alone}")
-        return True
-    if scan.is_log_dir and not layout.is_legal(p.tp):
-        plan.notes.append(
-            f"{printable(p.rel)}: not a name Kafka gives a partition dir (topic "
-            "[a-zA-Z0-9._-], at most 249 characters, numeric partition): a stray, left as it "
-            "is and never written into the checkpoints"
-        )
         return True
     return False
 

@@ -278,9 +278,14 @@ def _scan_log_dir_entry(
         if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
             return
         try:
-            layout.parse_partition_dir_name(name, p)
+            parsed = layout.parse_partition_dir_name(name, p)
         except layout.LayoutError as e:
             result.findings.append(Finding("stray_directory", name, detail=str(e)))
+            return
+        problem = layout.topic_name_problem(parsed.topic_partition.topic)
+        if problem is not None:
+            why = f"{problem}: no broker made this directory, and its name cannot be a checkpoint entry"
+            result.findings.append(Finding("stray_directory", name, detail=why))
             return
         result.partitions.append(
             _scan_partition(disk, p, name, name, settings, result.checkpoints, progress)
@@ -314,8 +319,9 @@ def _scan_partition(
     progress: Progress | None,
 ) -> PartitionScan:
     """A partition dir's steps, in the order Kafka's loader takes them: which files are there →
-    the segments in offset order (and the offsets missing between them) → the swap files of an interrupted operation → indexes with no
-    segment → producer snapshots and leader epochs held against the log end."""
+    the segments in offset order (and the offsets missing between them) → the swap files of an
+    interrupted operation → indexes with no segment → producer snapshots and leader epochs held
+    against the log end."""
     p = _partition(disk, path, rel, name, settings, checkpoints)
     files = _sort_files(disk, p)
     _scan_segments(disk, p, files, progress)
@@ -363,6 +369,8 @@ class _PartitionFiles:
     logs: dict[int, str] = field(default_factory=dict)
     swap_logs: dict[int, str] = field(default_factory=dict)
     indexes: dict[tuple[int, FileKind], str] = field(default_factory=dict)
+    unread: set[str] = field(default_factory=set)
+    """Names that are symlinks or special files: not read, and not missing either."""
 
     def index_paths(self, path: str, base: int) -> tuple[str | None, str | None, str | None]:
         """The offset, time and transaction index of the segment at `base` (None: absent)."""
@@ -390,6 +398,7 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
             p.findings.append(finding)
         if kind in ("symlink", "special"):
             _leave_alone(p, finding)
+            files.unread.add(fname)
             continue
         if kind == "dir":
             p.findings.append(
@@ -447,7 +456,7 @@ def _leave_alone(p: PartitionScan, finding: Finding) -> None:
     a repair would change, so every mode leaves the partition as it is."""
     why = f"{printable(finding.file)} is {finding.detail.partition(';')[0]}"
     if finding.kind == "symlink":
-        why += " (--follow-symlinks reads a link to a regular file as that file)"
+        why += " (verify --follow-symlinks reads a link to a regular file as that file)"
     p.left_alone = why if p.left_alone is None else f"{p.left_alone}; {why}"
 
 
@@ -480,11 +489,12 @@ def _scan_segments(
         if progress is not None:
             progress(seg.size)
         for k, suffix in ((0, layout.INDEX_SUFFIX), (1, layout.TIME_INDEX_SUFFIX)):
-            if idx[k] is None:
+            name = layout.segment_file_name(base, suffix)
+            if idx[k] is None and name not in files.unread:
                 p.findings.append(
                     Finding(
                         "index_missing",
-                        p.file(layout.segment_file_name(base, suffix)),
+                        p.file(name),
                         detail=f"{fname} has no {suffix[1:]} file",
                     )
                 )
@@ -514,8 +524,8 @@ def _check_holes(p: PartitionScan) -> None:
     so outside compaction such a segment means its offsets were lost. The hole runs from where
     the data before it ends to the next segment's base (at or past the log start). Its indexes'
     complaints are the same loss said worse, and are dropped."""
-    if compacted(p):
-        return
+    if compacted(p) or p.left_alone is not None:
+        return  # (a segment left unread may be the data between)
     data_end: int | None = None
     for seg, nxt in zip(p.segments, p.segments[1:], strict=False):
         if seg.runs:
@@ -572,7 +582,7 @@ def _scan_swap_segments(disk: Disk, p: PartitionScan, files: _PartitionFiles) ->
 
 def _check_orphan_indexes(disk: Disk, p: PartitionScan, files: _PartitionFiles) -> None:
     for (base, _kind), fname in sorted(files.indexes.items()):
-        if base not in files.logs:
+        if base not in files.logs and layout.log_file_name(base) not in files.unread:
             p.findings.append(
                 Finding(
                     "index_orphan",

@@ -70,6 +70,8 @@ def read_root_checkpoints(
 def check_checkpoint_bounds(result: LogDirScan) -> None:
     ck = result.checkpoints
     for p in result.partitions:
+        if p.left_alone is not None:
+            continue  # a file of its log is not read: its log end is not known
         tp = p.tp
         leo = p.log_end_offset
         lso = p.log_start_offset
@@ -158,7 +160,7 @@ def check_snapshots(disk: Disk, p: PartitionScan) -> None:
                 )
             )
             continue
-        if snap.offset > leo:
+        if snap.offset > leo and p.left_alone is None:
             p.findings.append(
                 Finding(
                     "producer_snapshot_stray",
@@ -213,7 +215,7 @@ def check_leader_epochs(p: PartitionScan) -> None:
             break
         prev = (epoch, start)
     beyond = [(e, s) for e, s in p.leader_epochs if s >= leo]
-    if beyond:
+    if beyond and p.left_alone is None:
         p.findings.append(
             Finding(
                 "leader_epoch_beyond_end",

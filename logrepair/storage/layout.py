@@ -322,8 +322,21 @@ def parse_partition_dir_name(name: str, path: str | None = None) -> PartitionDir
     return PartitionDirName(name, TopicPartition(topic, partition), kind, unique_id)
 
 
-LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
-"""Kafka's topic names (`Topic.validate`): what a checkpoint line can hold, one field."""
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def topic_name_problem(topic: str) -> str | None:
+    """Why `topic` is not a name Kafka lets a topic have (`Topic.validate`: at most 249 of
+    `[a-zA-Z0-9._-]`, not `.` or `..`), or None. Kafka's startup parser does not check this, but
+    no broker creates such a directory."""
+    if topic in (".", ".."):
+        return f"topic name {topic!r} is not allowed"
+    if not _LEGAL_TOPIC.fullmatch(topic):
+        return (
+            f"topic name '{printable(topic)}' is not a legal Kafka topic name (at most 249 "
+            "characters of ASCII letters, digits, '.', '_' and '-')"
+        )
+    return None
 
 
 def is_legal(tp: TopicPartition) -> bool:
@@ -331,7 +344,7 @@ def is_legal(tp: TopicPartition) -> bool:
 
     A partition dir named otherwise (a space or a newline in it, copied in by hand) is a stray:
     written into a checkpoint it would make the file unreadable for every partition."""
-    return bool(LEGAL_TOPIC.fullmatch(tp.topic)) and tp.partition >= 0
+    return topic_name_problem(tp.topic) is None and tp.partition >= 0
 
 
 def log_dir_name(tp: TopicPartition) -> str:

@@ -35,6 +35,7 @@ def plan_partition(pp: PartitionPlan) -> int:
             elif hole is not None:
                 # its offsets are gone: the gap is reported, the empty segment goes
                 pp.delete_segment(s, f"salvage: {hole.detail}")
+                pp.plan.gaps.append((hole.offset, hole.last_offset))
         if scan.runs:
             previous_last = scan.runs[-1].last_offset
     return 0
