@@ -7,7 +7,7 @@ import os
 from collections.abc import Callable
 
 from ..cli import InputError
-from ..recovery.healing import heal
+from ..recovery.healing import HealResult, heal
 from ..recovery.repair import RepairResult
 from ._recovery_options import absolute, emit, journaled_run
 
@@ -54,9 +54,22 @@ def run_heal(args: argparse.Namespace, render: Callable[[RepairResult], str]) ->
 
     journaled_run(args, run)
     healed = found["heal"]
-    text = render(healed.result)
-    extra = healed.lines()
-    emit(args, healed.to_json(), text + ("\n" + "\n".join(extra) if extra else ""))
-    if args.dry_run:
-        return 1 if healed.result.plan.actions else 0
+    emit(args, healed.to_json(), _text(healed, render))
     return 1 if healed.lost else 0
+
+
+def _text(healed: HealResult, render: Callable[[RepairResult], str]) -> str:
+    """repair's text with the damaged ranges before its closing summary line; where nothing was
+    lost, the summary says what the heal did rather than what it removed."""
+    lines = render(healed.result).split("\n")
+    summary = lines.pop()
+    ranges = healed.source.ranges
+    if ranges and not healed.lost:
+        result = healed.result
+        done = "applied" if result.applied else "planned (dry run)"
+        filled = sum(1 for r in ranges if r.filled)
+        summary = (
+            f"summary: heal repair of {result.plan.root} {done}: no records lost; "
+            f"{filled} of {len(ranges)} damaged range(s) filled from replicas"
+        )
+    return "\n".join([*lines, *healed.lines(), summary])

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..storage.disk import Disk
+from . import notation
 from .modes.heal import HealSource
+from .plan import Plan
 from .planner import make_plan
 from .repair import RepairRefused, RepairResult, _inside, _run
 from .scan import LogDirScan, Progress
@@ -23,8 +25,8 @@ class HealResult:
 
     @property
     def lost(self) -> bool:
-        """Records were removed that no replica could give back (or acknowledged offsets lost)."""
-        return bool(self.result.plan.gaps) or any(r.lost for r in self.source.ranges)
+        """Records were removed that no replica could give back, or acknowledged offsets lost."""
+        return self.result.lost_data or any(r.lost for r in self.source.ranges)
 
     def to_json(self) -> dict:
         out = self.result.to_json()
@@ -45,6 +47,20 @@ class HealResult:
         for u in self.source.unusable:
             out.append(f"  replica {u['replica']} has no copy of {u['partition']}: {u['why']}")
         return out
+
+
+def _restored(plan: Plan, source: HealSource) -> None:
+    """Each partition's loss report without the offsets the heal gave back: the damaged bytes went
+    to the quarantine, the records are in the log again."""
+    for loss in plan.partitions:
+        ranges = [r for r in source.ranges if r.rel == loss.path]
+        if not ranges:
+            continue
+        back = [x for r in ranges for x in r.restored]
+        loss.removed_offsets = notation.subtract(loss.removed_offsets, back)
+        loss.gaps = notation.subtract(loss.gaps, back)
+        loss.acknowledged_lost = notation.subtract(loss.acknowledged_lost, back)
+        loss.records_removed = bool(loss.removed_offsets) or any(r.lost for r in ranges)
 
 
 def heal(
@@ -69,6 +85,7 @@ def heal(
         source.compacted = set(scan.checkpoints.cleaner_offsets or {})
         plan = make_plan(scan, "heal", heal=source)
         plan.left = [f for f in plan.left if not source.resolved(f)]
+        _restored(plan, source)
         return plan
 
     result = _run(

@@ -29,6 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 
 from ...storage.disk import Disk, join
+from .. import notation
 from ..replicas import BatchRef, PartitionCopy, Step, epoch_at, make_copy, open_replica
 from . import salvage
 from .heal_layout import Held, layout_partition, pieces_of
@@ -44,6 +45,8 @@ class Range:
 
     topic: str
     partition: int
+    rel: str
+    """The partition dir relative to the repaired PATH."""
     first: int
     last: int | None
     """None: the tail, open to what the replicas hold (up to the committed bound)."""
@@ -51,6 +54,14 @@ class Range:
     complete: bool = False
     lost: tuple[int, int] | None = None
     not_used: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def restored(self) -> list[tuple[int, int]]:
+        """The offsets the heal gives back (a whole range between two local batches once it is
+        complete: any offset a replica lacks there was never written)."""
+        if self.complete and self.last is not None:
+            return [(self.first, self.last)] if self.first <= self.last else []
+        return [(refs[0].base_offset, refs[-1].last_offset) for _, refs in self.filled]
 
     def to_json(self) -> dict:
         return {
@@ -72,7 +83,6 @@ class Range:
         }
 
     def describe(self) -> list[str]:
-        last = "end" if self.last is None else str(self.last)
         tp = f"{self.topic}-{self.partition}"
         if self.complete and not self.filled and self.last is None:
             state = "nothing committed lost"
@@ -86,17 +96,23 @@ class Range:
             # damaged bytes between two batches whose offsets follow on: no offset was missing
             lines = [f"{tp} damaged bytes before offset {self.first}: {state}"]
         else:
-            lines = [f"{tp} offsets {self.first}..{last}: {state}"]
+            span = (
+                f"{self.first}..end"
+                if self.last is None
+                else notation.offsets(self.first, self.last)
+            )
+            lines = [f"{tp} offsets {span}: {state}"]
         for copy, refs in self.filled:
             where = ", ".join(
-                f"{f}@{pos}+{n}" for f, pos, n in pieces_of([Held(r, copy) for r in refs])
+                f"{f} {notation.at(pos, n)}"
+                for f, pos, n in pieces_of([Held(r, copy) for r in refs])
             )
             lines.append(
-                f"    offsets {refs[0].base_offset}..{refs[-1].last_offset} "
+                f"    offsets {notation.offsets(refs[0].base_offset, refs[-1].last_offset)} "
                 f"({len(refs)} batches) from {copy.label}: {where}"
             )
         if self.lost is not None:
-            lines.append(f"    offsets {self.lost[0]}..{self.lost[1]} lost: no replica has them")
+            lines.append(f"    offsets {notation.offsets(*self.lost)} lost: no replica has them")
         for label, why in self.not_used.items():
             lines.append(f"    not used: {label}: {why}")
         return lines
@@ -229,7 +245,8 @@ class HealSource:
     ) -> Range:
         p = pp.p
         first = a.batch.last_offset + 1 if a is not None else _log_start(pp)
-        rng = Range(p.topic, p.partition, first, None if b is None else b.batch.base_offset - 1)
+        last = None if b is None else b.batch.base_offset - 1
+        rng = Range(p.topic, p.partition, p.rel, first, last)
         prev: tuple[PartitionCopy, BatchRef] | None = None if a is None else (local, a.batch)
         after = None if b is None else (local, b.batch)
         cursor = first

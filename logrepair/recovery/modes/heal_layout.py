@@ -47,7 +47,7 @@ def layout_partition(
                 held.append(Held(r, copy))
                 owners.append(max(0, bisect_right(bases, r.base_offset) - 1))
         if rng.lost is not None:
-            pp.plan.gaps.append(rng.lost)
+            pp.gaps.append(rng.lost)
             pp.data_removed = True
         return not rng.complete
 
