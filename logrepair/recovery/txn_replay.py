@@ -25,7 +25,7 @@ from ..storage.disk import Disk, join
 from ..storage.producer_snapshot import CorruptSnapshotError, read_snapshot
 from ..storage.producer_state import ProducerState, ProducerStateError
 from ..storage.scan import LogScan
-from .segment_scan import kafka_keeps_bad_magic
+from .kafka_reading import kafka_keeps_bad_magic
 
 _SIZE = struct.Struct(">i")
 _OFFSET = struct.Struct(">q")
