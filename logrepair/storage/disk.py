@@ -80,6 +80,11 @@ class Disk(ABC):
     def is_symlink(self, path: str) -> bool: ...
 
     @abstractmethod
+    def is_regular(self, path: str) -> bool:
+        """A regular file (following a symbolic link): not a directory, FIFO, socket or device,
+        which a repair must never open for writing or cut."""
+
+    @abstractmethod
     def list_dir(self, path: str) -> list[str]:
         """Names (not paths) in `path`, sorted."""
 
@@ -115,15 +120,30 @@ class Disk(ABC):
 
         Raises `LockHeld` when another process holds it."""
 
+    @abstractmethod
+    def lock_owner(self, path: str) -> int | None:
+        """The process id of another process holding the lock on `path` (as `lock` takes it),
+        None when no other process does or `path` does not exist. Takes no lock itself."""
+
+    @abstractmethod
+    def links(self, path: str) -> int:
+        """How many directory entries name the file at `path` (hard links; 1 for most files)."""
+
+    @abstractmethod
+    def real_path(self, path: str) -> str:
+        """`path` absolute, with `.`, `..` and symbolic links resolved: one name per directory,
+        whatever path named it."""
+
     # Conveniences built on the primitives above, shared by every implementation.
 
     def read_file(self, path: str) -> bytes:
         with self.open(path) as f:
             return f.read_at(0, f.size())
 
-    def write_file_atomic(self, path: str, data: bytes) -> None:
-        """Kafka's checkpoint write: `<path>.tmp`, fsync, rename over `path`, fsync the directory."""
-        tmp = path + ".tmp"
+    def write_file_atomic(self, path: str, data: bytes, *, tmp: str | None = None) -> None:
+        """Kafka's checkpoint write: `<path>.tmp` (or `tmp`), fsync, rename over `path`, fsync the
+        directory."""
+        tmp = tmp or path + ".tmp"
         with self.open(tmp, create=True) as f:
             f.truncate(0)
             f.write_at(0, data)

@@ -108,6 +108,49 @@ def classify_path(disk: Disk, path: str) -> PathInfo:
     return PathInfo(PathKind.LOG_DIR, path)
 
 
+class DirLock:
+    """A lock file held as Kafka holds `.lock` (`FileLock.tryLock`), created if absent and then
+    removed again on release, so that a run leaves no file it did not find."""
+
+    def __init__(self, disk: Disk, path: str) -> None:
+        created = not disk.exists(path)
+        self._lock: DiskLock | None = disk.lock(path)
+        self._disk = disk
+        self._path = path
+        self._created = created
+
+    def release(self) -> None:
+        if self._lock is None:
+            return
+        lock, self._lock = self._lock, None
+        try:
+            if self._created and self._disk.exists(self._path):
+                # unlinked while held: a process that opened it meanwhile finds its lock on a
+                # name that is gone and refuses it (OsDisk.lock), never two holders
+                self._disk.unlink(self._path)
+        finally:
+            lock.release()
+
+
+def lock_holder(disk: Disk, log_dir: str) -> int | None:
+    """The process id of another process (a running broker, another logrepair) holding the
+    `.lock` of `log_dir`, None when none does. Takes no lock: for read-only commands, whose
+    result may be stale while that process writes."""
+    return disk.lock_owner(join(log_dir, layout.LOCK_FILE))
+
+
+def lock_note(disk: Disk, log_dir: str | None) -> tuple[bool, str | None]:
+    """For verify and audit: (whether another process holds `log_dir`'s `.lock`, the one line to
+    print when one does)."""
+    holder = None if log_dir is None else lock_holder(disk, log_dir)
+    if holder is None:
+        return False, None
+    return True, (
+        f"{log_dir}/.lock is held by process {holder} (a running broker?): the log dir may be "
+        "changing while it is read, so this result may be stale"
+    )
+
+
 class LogDir:
     """The partitions of one log dir, loaded as a broker loads them, and its root files."""
 
