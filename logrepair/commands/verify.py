@@ -9,7 +9,8 @@ import argparse
 
 from ..recovery.planner import fixing_modes
 from ..recovery.scan import LogDirScan, scan_path
-from ._recovery_options import add_command, emit, on_path
+from ..storage.osdisk import OsDisk
+from ._recovery_options import add_command, emit, lock_status, on_path
 
 
 def add_parser(subparsers) -> None:
@@ -26,7 +27,9 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = on_path(args, "verify", scan_path)
-    emit(args, result.to_json(), render(result))
+    locked, note = lock_status(OsDisk(), result.root, result.is_log_dir)
+    text = render(result) + (f"\nnote: {note}" if note else "")
+    emit(args, {**result.to_json(), "locked_by_other_process": locked}, text)
     return 0 if result.clean else 1
 
 

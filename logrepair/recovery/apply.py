@@ -61,6 +61,7 @@ def start(
     *,
     max_batch_sizes: Mapping[str, int] | None = None,
     validated: bool = True,
+    lock_created: bool = False,
 ) -> Journal:
     """Creates the quarantine for `plan` and saves every byte the plan removes or replaces.
 
@@ -68,7 +69,9 @@ def start(
     plan's root, '' for the root itself), recorded with each index rebuild there; None for a plan
     whose scan ran with Kafka's default settings.
     `validated`: the plan comes from a scan that checked every batch it keeps, so index rebuilds
-    may read headers only."""
+    may read headers only.
+    `lock_created`: the run created the `.lock` it holds; if it dies, the run that settles its
+    journal removes that file."""
     if disk.exists(qdir) and disk.list_dir(qdir):
         raise JournalError(f"quarantine directory {qdir} is not empty")
     data = {
@@ -84,6 +87,7 @@ def start(
         "validated": validated,
         "applied": 0,
         "warnings": [],
+        "lock_created": lock_created,
     }
     for entry in data["actions"]:
         if entry["action"] in REBUILDS:

@@ -173,6 +173,8 @@ def _run(
                 for r in roots:
                     remove_discarded(disk, r)
                 settled = settle(unfinished, interrupted, indexes.rebuild)
+            # a run that died holding a `.lock` it had created leaves it: this run removes it
+            lock.created = lock.created or any(j.data.get("lock_created") for j in unfinished)
         with _io_errors(
             "scanning",
             "nothing was changed" if not settled else "nothing but the interrupted runs settled",
@@ -184,7 +186,7 @@ def _run(
         result = RepairResult(plan, scan, settled=settled)
         if dry_run or not plan.actions:
             return result
-        journal = _start(disk, plan, scan, root, name, validated)
+        journal = _start(disk, plan, scan, root, name, validated, lock.created)
         result.warnings = list(journal.data["warnings"])
         with _io_errors(
             "applying",
@@ -216,7 +218,13 @@ def _dry_run_note(journal: Journal, how: str) -> str:
 
 
 def _start(
-    disk: Disk, plan: Plan, scan: LogDirScan, root: str, name: str, validated: bool
+    disk: Disk,
+    plan: Plan,
+    scan: LogDirScan,
+    root: str,
+    name: str,
+    validated: bool,
+    lock_created: bool,
 ) -> Journal:
     """The run's quarantine, with everything the plan removes or replaces saved in it; on an
     I/O error the partial quarantine is discarded (by the next run, if this one cannot)."""
@@ -231,7 +239,13 @@ def _start(
     with _io_errors("saving what the plan removes", untouched, plan=plan, quarantine=root):
         try:
             return apply.start(
-                disk, plan, qdir, summary, max_batch_sizes=batch_caps(scan), validated=validated
+                disk,
+                plan,
+                qdir,
+                summary,
+                max_batch_sizes=batch_caps(scan),
+                validated=validated,
+                lock_created=lock_created,
             )
         except OSError:
             _drop_partial(disk, qdir, root)

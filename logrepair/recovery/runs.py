@@ -11,7 +11,7 @@ beside it (a `.lock` inside would be a stray file in the partition).
 from __future__ import annotations
 
 from ..storage import layout
-from ..storage.disk import Disk, DiskLock, join, parent_of
+from ..storage.disk import Disk, join, parent_of
 from ..storage.logdir import DirLock
 from .scan import ROOT_MARKERS
 
@@ -44,7 +44,7 @@ def quarantine_roots(disk: Disk, path: str, is_log_dir: bool, given: str | None)
     return [default] + ([given] if given and given != default else [])
 
 
-def lock_run(disk: Disk, path: str, is_log_dir: bool) -> DiskLock:
+def lock_run(disk: Disk, path: str, is_log_dir: bool) -> DirLock:
     """Kafka's `.lock` of the log dir holding PATH (created if absent, as a broker does; removed
     again if this run created it), held for the whole run: a running broker or another run makes
     this raise `LockHeld`."""

@@ -102,6 +102,8 @@ def undo(disk: Disk, qdir: str) -> UndoResult:
     if not disk.is_dir(journal.target):
         raise UndoRefused(f"{journal.target}: the repaired directory is gone")
     lock = _lock(disk, journal.target)
+    # a run that died holding a `.lock` it had created left it: its roll-back removes it
+    lock.created = lock.created or bool(journal.data.get("lock_created"))
     try:
         _undo(journal, result)
     finally:

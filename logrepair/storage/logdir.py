@@ -117,14 +117,15 @@ class DirLock:
         self._lock: DiskLock | None = disk.lock(path)
         self._disk = disk
         self._path = path
-        self._created = created
+        self.created = created
+        """This holder made the file (or took over from one that did and died), so it removes it."""
 
     def release(self) -> None:
         if self._lock is None:
             return
         lock, self._lock = self._lock, None
         try:
-            if self._created and self._disk.exists(self._path):
+            if self.created and self._disk.exists(self._path):
                 # unlinked while held: a process that opened it meanwhile finds its lock on a
                 # name that is gone and refuses it (OsDisk.lock), never two holders
                 self._disk.unlink(self._path)
