@@ -37,6 +37,11 @@ def copy_ranges(disk: Disk, src: str, ranges: list[tuple[int, int]], dst: str) -
         for position, length in ranges:
             done = 0
             while done < length:
+                hole = min(length, fin.data_from(position + done) - position) - done
+                if hole > 0:  # a hole in the source stays one
+                    done += hole
+                    out += hole
+                    continue
                 n = fin.read_into(position + done, view[: min(len(buf), length - done)])
                 if n <= 0:
                     raise OSError(errno.EIO, f"{src} ended at {position + done} while copying")
@@ -59,7 +64,8 @@ def write_sparse(f: DiskFile, position: int, data: memoryview) -> None:
         run_end = at
         while run_end < end:
             nxt = min(end, run_end + ZERO_BLOCK - (position + run_end) % ZERO_BLOCK)
-            if data[run_end:nxt] == _ZEROS[: nxt - run_end]:
+            # (bytes compare with memcmp; a memoryview compares element by element, 25x slower)
+            if data[run_end:nxt].tobytes() == _ZEROS[: nxt - run_end]:
                 break
             run_end = nxt
         if run_end > at:

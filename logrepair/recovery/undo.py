@@ -252,6 +252,9 @@ def _restore_tail(journal: Journal, entry: dict) -> None:
             with disk.open(source) as src:
                 done = 0
                 while done < length:
+                    done += max(0, min(length, src.data_from(at + done) - at) - done)  # a hole
+                    if done >= length:
+                        break
                     n = src.read_into(at + done, memoryview(buf)[: min(len(buf), length - done)])
                     if n <= 0:
                         raise UndoRefused(f"{source} is shorter than the repair left it")

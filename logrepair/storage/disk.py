@@ -58,6 +58,11 @@ class DiskFile(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    def data_from(self, position: int) -> int:
+        """The first position at or after `position` that may hold data (`SEEK_DATA`): everything
+        between reads as zeros, a hole a copy can skip. This default knows of no holes."""
+        return position
+
     def __enter__(self) -> DiskFile:
         return self
 

@@ -99,6 +99,15 @@ class OsFile(DiskFile):
         with _path_errors(self.path, descriptor=True):
             os.fsync(self._fd)
 
+    def data_from(self, position: int) -> int:
+        _check_position(position, self.path)
+        try:
+            return os.lseek(self._fd, position, os.SEEK_DATA)
+        except OSError as e:
+            if e.errno == errno.ENXIO:  # no data after `position`: a hole to the end
+                return max(position, self.size())
+            return position  # holes not reported by this filesystem
+
     def close(self) -> None:
         if self._fd >= 0:
             fd, self._fd = self._fd, -1

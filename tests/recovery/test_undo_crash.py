@@ -13,6 +13,7 @@ from logrepair.recovery.repair import RepairRefused, repair
 from logrepair.recovery.settings import Settings
 from logrepair.recovery.undo import undo
 from logrepair.storage import layout
+from simulator.disk import SimDisk
 
 from .builders import DISK, append_bytes, batches, flip_byte, segment_files, write_segment
 from .crashes import QUARANTINE, ROOT, after_crash, damaged_log_dir, every_crash, run_until, under
@@ -112,3 +113,45 @@ def test_undo_refuses_a_checkpoint_rewritten_since_the_repair(repaired_dir):
     target = log_dir / written[0]
     target.write_bytes(target.read_bytes() + b"\n")
     _refused(log_dir, qdir, "since the repair; refusing to undo")
+
+
+@pytest.mark.parametrize("mode", ["kafka", "salvage"])
+def test_a_repair_interrupted_at_any_operation_is_rolled_back_by_undo(tmp_path, mode):
+    """Never neither: whatever operation a crash stopped the repair at, `undo` of its run puts
+    back the log dir as it was (a run still saving is discarded; one applying is rolled back
+    from its count of actions applied)."""
+    image = damaged_log_dir(tmp_path)
+
+    def run(disk):
+        return repair(disk, ROOT, mode, Settings())
+
+    reference, _ = run_until(image, run, None)
+    states = set()
+    for where, disk in every_crash(image, run, len(reference.trace)):
+        for found in journal.runs(disk, QUARANTINE):
+            states.add(found.state)
+            undo(disk, found.qdir)
+        assert under(disk.volatile_image()) == under(image), f"{mode}: {where}"
+    assert {journal.SAVING, journal.APPLYING, journal.DONE} <= states
+
+
+def test_a_crash_at_any_operation_of_a_roll_back_is_finished_by_the_next_undo(tmp_path):
+    image = damaged_log_dir(tmp_path)
+
+    def run(disk):
+        return repair(disk, ROOT, "salvage", Settings())
+
+    reference, _ = run_until(image, run, None)
+    crashed, _ = run_until(image, run, len(reference.trace) * 3 // 4)
+    interrupted = after_crash(crashed)[1].volatile_image()
+    [qdir] = [j.qdir for j in journal.runs(SimDisk.from_image(interrupted), QUARANTINE)]
+    assert journal.Journal.load(SimDisk.from_image(interrupted), qdir).state == journal.APPLYING
+
+    def roll_back(disk):
+        return undo(disk, qdir)
+
+    rolled, _ = run_until(interrupted, roll_back, None)
+    assert under(rolled.volatile_image()) == under(image)
+    for where, disk in every_crash(interrupted, roll_back, len(rolled.trace)):
+        roll_back(disk)
+        assert under(disk.volatile_image()) == under(image), where
