@@ -266,3 +266,28 @@ def test_verify_and_audit_say_when_another_process_holds_the_lock(log_dir):
         first.kill()
     out = json.loads(cli("verify", str(log_dir), "--json").stdout)
     assert out["locked_by_other_process"] is False
+
+
+@pytest.fixture
+def small_tmpfs(tmp_path):
+    """A real 1 MiB tmpfs (root only; skipped where mounting is not allowed)."""
+    mnt = tmp_path / "small"
+    mnt.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mnt)]).returncode:
+        pytest.skip("cannot mount a tmpfs here")
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=True)
+
+
+def test_a_full_quarantine_filesystem_says_the_log_dir_is_untouched(log_dir, small_tmpfs):
+    active = sorted((log_dir / "t-0").glob("*.log"))[-1]
+    with open(active, "ab") as f:
+        f.write(os.urandom(2 << 20))  # a tail larger than the quarantine's filesystem
+    before = tree_digest(DISK, str(log_dir))
+    proc = cli("repair", str(log_dir), "--mode", "kafka", "--quarantine", str(small_tmpfs / "q"))
+    one_line_error(proc)
+    assert "No space left on device" in proc.stderr
+    assert "while saving what the plan removes: the log dir is untouched" in proc.stderr
+    assert f"the quarantine under {small_tmpfs / 'q'} needs up to 2,097," in proc.stderr
+    assert tree_digest(DISK, str(log_dir)) == before
+    assert list((small_tmpfs / "q").iterdir()) == []

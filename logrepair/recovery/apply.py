@@ -103,7 +103,7 @@ def start(
         if content is not None:
             entry["content_blob"] = f"blobs/{i:05d}.new"
             contents[entry["content_blob"]] = base64.b64decode(content)
-    _refuse_what_apply_cannot_write(Journal(disk, qdir, data))
+    refuse_unwritable(disk, plan)
     # The run dir takes its name only with its manifest inside, so a crash never leaves a run
     # without one; until then it is `<qdir>.discarded`, which the next run removes.
     staging = qdir + DISCARDED
@@ -135,14 +135,13 @@ def start(
     return journal
 
 
-def _refuse_what_apply_cannot_write(journal: Journal) -> None:
+def refuse_unwritable(disk: Disk, plan: Plan) -> None:
     """Before anything changes: every name the plan writes, cuts or moves is a regular file or
     absent, in a directory that is no symbolic link, so that apply never fails half way on
-    one (or writes through a link to files outside the log dir)."""
-    disk = journal.disk
-    for entry in journal.data["actions"]:
-        for rel in [entry["file"], *made_files(entry)]:
-            path = journal.t(rel)
+    one (or writes through a link to files outside the log dir). JournalError otherwise."""
+    for action in plan.actions:
+        for rel in [action.file, *made_files(action.to_journal())]:
+            path = join(plan.root, rel)
             for p in (path, parent_of(path)):
                 if disk.is_symlink(p):
                     raise JournalError(
@@ -151,7 +150,7 @@ def _refuse_what_apply_cannot_write(journal: Journal) -> None:
                     )
             if disk.exists(path) and not disk.is_regular(path):
                 raise JournalError(
-                    f"{path} is not a regular file; a repair cannot {entry['action']} it "
+                    f"{path} is not a regular file; a repair cannot {action.action} it "
                     "(nothing was changed)"
                 )
 

@@ -234,6 +234,7 @@ def _start(
         "gaps": [list(g) for g in plan.gaps],
         "notes": plan.notes,
     }
+    apply.refuse_unwritable(disk, plan)
     qdir = _new_run_dir(disk, root, name)
     untouched = "the log dir is untouched (nothing was applied)"
     with _io_errors("saving what the plan removes", untouched, plan=plan, quarantine=root):

@@ -1,0 +1,127 @@
+"""Apply changes only what its run owns, refuses before any change what it cannot write, and an
+I/O error leaves a state its one line names: untouched, or journaled (finish by re-running, or roll
+back by undo) — never neither."""
+
+from __future__ import annotations
+
+import errno
+import os
+
+import pytest
+
+from logrepair.recovery import journal
+from logrepair.recovery.apply import JournalError
+from logrepair.recovery.invariants import tree_digest
+from logrepair.recovery.repair import RepairFailed, repair
+from logrepair.recovery.settings import Settings
+from logrepair.recovery.undo import undo
+from logrepair.storage import layout
+from simulator.disk import SimDisk
+
+from .builders import DISK, batches, flip_byte, segment_files, write_offsets, write_segment
+from .crashes import QUARANTINE, ROOT, damaged_log_dir, under
+
+
+def test_undo_never_touches_a_file_the_run_did_not_make(log_dir):
+    """Stray `<file>.undo` and `<file>.tmp` beside every file a repair rewrites: the `.undo` ones
+    are never touched, the `.tmp` ones (leftovers Kafka ignores) are quarantined and put back;
+    the run's own temporary names never meet them."""
+    pdir = log_dir / "t-0"
+    write_segment(pdir, 0, batches(0, 6))
+    flip_byte(segment_files(pdir)[0], 400)
+    write_offsets(log_dir, layout.RECOVERY_POINT_CHECKPOINT, {("t", 0): 9})
+    strays = [
+        p.with_name(p.name + suffix)
+        for p in (*pdir.iterdir(), log_dir / layout.RECOVERY_POINT_CHECKPOINT)
+        for suffix in (".undo", ".tmp")
+        if p.is_file()
+    ]
+    for n, stray in enumerate(strays):
+        stray.write_bytes(b"not the tool's %d" % n)
+    before = tree_digest(DISK, str(log_dir))
+    result = repair(DISK, str(log_dir), "salvage", Settings())
+    assert {a.action for a in result.plan.actions} >= {"truncate", "write_file"}
+    undo_strays = {s.name: s.read_bytes() for s in strays if s.name.endswith(".undo")}
+    done = undo(DISK, result.quarantine)
+    assert tree_digest(DISK, str(log_dir)) == before
+    assert {
+        n: (pdir.parent / n if "checkpoint" in n else pdir / n).read_bytes() for n in undo_strays
+    } == undo_strays
+    said = [rel for _, rel in done.files]
+    assert len(said) == len(set(said)), said
+    assert not any(rel.endswith(".undo") for rel in said), said
+    # a `.tmp` is named only where one was there before the repair, which moved it away
+    tmps = [(what, rel) for what, rel in done.files if rel.endswith(".tmp")]
+    assert tmps and all(what == "put back" for what, _ in tmps), tmps
+
+
+def test_undo_says_removed_for_what_the_repair_created(log_dir):
+    pdir = log_dir / "t-0"
+    write_segment(pdir, 0, batches(0, 6), indexes=False)  # the repair creates its indexes
+    flip_byte(segment_files(pdir)[0], 400)
+    result = repair(DISK, str(log_dir), "kafka", Settings())
+    done = undo(DISK, result.quarantine)
+    assert ("removed", "t-0/00000000000000000000.index") in done.files
+    assert ("restored", "t-0/00000000000000000000.log") in done.files
+    assert not any(what == "restored" and rel.endswith(".index") for what, rel in done.files)
+    assert done.lines()[-1].startswith("undone: ")
+
+
+def test_a_symlinked_checkpoint_is_refused_before_anything_changes(log_dir, tmp_path):
+    write_segment(log_dir / "t-0", 0, batches(0, 6))
+    outside = tmp_path / "outside-checkpoint"
+    outside.write_text("0\n1\nt 0 99\n")  # past the log end: every mode rewrites it
+    (log_dir / layout.REPLICATION_CHECKPOINT).symlink_to(outside)
+    before = tree_digest(DISK, str(log_dir))
+    with pytest.raises(JournalError, match="is a symbolic link; a repair never writes through"):
+        repair(DISK, str(log_dir), "salvage", Settings())
+    assert tree_digest(DISK, str(log_dir)) == before
+    assert outside.read_text() == "0\n1\nt 0 99\n"
+    assert not os.path.exists(str(log_dir) + ".logrepair-quarantine")
+
+
+def _full(image, capacity: int) -> SimDisk:
+    return SimDisk.from_image(image, capacity=capacity)
+
+
+def test_a_full_disk_while_saving_leaves_the_log_dir_untouched(tmp_path):
+    image = damaged_log_dir(tmp_path)
+    used = sum(len(d) for d in image.files.values())
+    disk = _full(image, used + 100)
+    with pytest.raises(RepairFailed) as failed:
+        repair(disk, ROOT, "salvage", Settings())
+    line = str(failed.value)
+    assert failed.value.errno == errno.ENOSPC
+    assert "while saving what the plan removes: the log dir is untouched" in line, line
+    assert f"the quarantine under {QUARANTINE} needs up to" in line
+    assert "\n" not in line
+    assert under(disk.volatile_image()) == under(image)
+    assert journal.runs(disk, QUARANTINE) == []  # the partial run is gone
+
+
+def test_a_full_disk_while_applying_is_journaled_and_either_undone_or_finished(tmp_path):
+    image = damaged_log_dir(tmp_path)
+    reference = SimDisk.from_image(image)
+    repair(reference, ROOT, "salvage", Settings())
+    used = sum(len(d) for d in image.files.values())
+    failure = ""
+    for capacity in range(used, used + 40_000, 500):
+        disk = _full(image, capacity)
+        try:
+            repair(disk, ROOT, "salvage", Settings())
+        except RepairFailed as e:
+            failure = str(e)
+            if "while applying" in failure:
+                break
+    else:
+        pytest.fail(f"no capacity made the apply step fail: {failure}")
+    assert "re-run the same command to finish it, or `logrepair undo" in failure
+    [run] = journal.runs(disk, QUARANTINE)
+    assert run.state == journal.APPLYING
+    rolled = SimDisk.from_image(disk.volatile_image())
+    undo(rolled, run.qdir)
+    assert under(rolled.volatile_image()) == under(image)
+    finished = SimDisk.from_image(disk.volatile_image())
+    result = repair(finished, ROOT, "salvage", Settings())
+    assert [s.done for s in result.settled] == ["completed"]
+    assert under(finished.volatile_image()) == under(reference.volatile_image())
