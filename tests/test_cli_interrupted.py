@@ -291,3 +291,28 @@ def test_a_full_quarantine_filesystem_says_the_log_dir_is_untouched(log_dir, sma
     assert f"the quarantine under {small_tmpfs / 'q'} needs up to 2,097," in proc.stderr
     assert tree_digest(DISK, str(log_dir)) == before
     assert list((small_tmpfs / "q").iterdir()) == []
+
+
+def test_undo_of_a_quarantine_root_undoes_its_one_run_or_asks_for_latest(log_dir, tmp_path):
+    original = tree_digest(DISK, str(log_dir))
+    root = tmp_path / "q"
+    assert cli("repair", str(log_dir), "--mode", "kafka", "--quarantine", str(root)).returncode == 1
+    with open(sorted((log_dir / "u-0").glob("*.log"))[-1], "ab") as f:
+        f.write(os.urandom(100))  # more damage: a second run
+    first = tree_digest(DISK, str(log_dir))
+    assert cli("repair", str(log_dir), "--mode", "kafka", "--quarantine", str(root)).returncode == 1
+    [older, newer] = runs(DISK, str(root))
+    proc = cli("undo", str(root))
+    one_line_error(proc)
+    assert f"holds 2 runs to undo: {older.run_id} (done); {newer.run_id} (done)" in proc.stderr
+    assert "--latest" in proc.stderr
+    out = json.loads(cli("undo", str(root), "--latest", "--json").stdout)
+    assert out["quarantine"] == newer.qdir
+    assert out["files"][0] == {"file": "u-0/00000000000000000022.log", "done": "restored"}
+    assert tree_digest(DISK, str(log_dir)) == first
+    proc = cli("undo", str(root))  # one left
+    assert proc.returncode == 0 and proc.stdout.splitlines()[-1].startswith("undone: ")
+    assert {n: d for n, d in tree_digest(DISK, str(log_dir)).items() if "u-0/" not in n} == {
+        n: d for n, d in original.items() if "u-0/" not in n
+    }
+    one_line_error(cli("undo", str(root)))  # nothing left to undo
