@@ -150,9 +150,21 @@ def refuse_unwritable(disk: Disk, plan: Plan) -> None:
                     )
             if disk.exists(path) and not disk.is_regular(path):
                 raise JournalError(
-                    f"{path} is not a regular file; a repair cannot {action.action} it "
-                    "(nothing was changed)"
+                    f"{path} is not a regular file (a device, FIFO or socket?); a repair cannot "
+                    f"{_VERBS[action.action]} it (nothing was changed)"
                 )
+
+
+_VERBS = {
+    "truncate": "cut",
+    "split": "copy out of",
+    "delete": "move",
+    "rename": "rename",
+    "write_file": "rewrite",
+    "rebuild_indexes": "rebuild the indexes of",
+    "create_segment": "create",
+    "flush": "fsync",
+}
 
 
 def _save(journal: Journal, i: int, action: Action, source: dict[str, str | None]) -> dict:

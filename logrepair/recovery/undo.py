@@ -23,7 +23,16 @@ from dataclasses import dataclass, field
 from ..storage.disk import Disk, parent_of
 from . import logdir_state
 from .copies import copy_range, file_state, move_file, write_sparse
-from .journal import APPLYING, DONE, SAVING, UNDOING, UNDONE, Journal, JournalError, discard
+from .journal import (
+    ABANDONED,
+    APPLYING,
+    DONE,
+    SAVING,
+    UNDONE,
+    Journal,
+    JournalError,
+    discard,
+)
 from .runs import lock_run
 from .scan import NotALogDir, classify
 
@@ -97,8 +106,12 @@ def undo(disk: Disk, qdir: str) -> UndoResult:
             f"{journal.version}) does not say how far it got: run `logrepair repair` on "
             f"{journal.target} to finish it first"
         )
-    if journal.state not in (DONE, UNDOING, APPLYING):
-        raise JournalError(f"the repair recorded in {qdir} is {journal.state}; nothing to undo")
+    if journal.state == ABANDONED:
+        raise JournalError(
+            f"the repair recorded in {qdir} was interrupted and then abandoned by a later run "
+            "(--replan): what it applied stays, and its quarantine keeps every byte it removed "
+            "(blobs/, files/, as its manifest lists them)"
+        )
     if not disk.is_dir(journal.target):
         raise UndoRefused(f"{journal.target}: the repaired directory is gone")
     lock = _lock(disk, journal.target)

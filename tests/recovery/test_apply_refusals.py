@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 
 import pytest
 
@@ -125,3 +126,17 @@ def test_a_full_disk_while_applying_is_journaled_and_either_undone_or_finished(t
     result = repair(finished, ROOT, "salvage", Settings())
     assert [s.done for s in result.settled] == ["completed"]
     assert under(finished.volatile_image()) == under(reference.volatile_image())
+
+
+def test_a_device_as_a_segment_is_refused_before_anything_changes(log_dir):
+    pdir = log_dir / "t-0"
+    write_segment(pdir, 0, batches(0, 6))
+    flip_byte(segment_files(pdir)[0], 400)
+    try:
+        os.mknod(pdir / layout.log_file_name(6), stat.S_IFCHR | 0o600, os.makedev(1, 3))
+    except PermissionError:
+        pytest.skip("creating a device needs root")
+    before = tree_digest(DISK, str(log_dir))
+    with pytest.raises(JournalError, match=r"00000000000000000006\.log is not a regular file"):
+        repair(DISK, str(log_dir), "salvage", Settings())
+    assert tree_digest(DISK, str(log_dir)) == before
