@@ -28,6 +28,7 @@ from .journal import (
     APPLYING,
     DONE,
     SAVING,
+    UNDOING,
     UNDONE,
     Journal,
     JournalError,
