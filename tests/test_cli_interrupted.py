@@ -157,6 +157,9 @@ def test_a_stale_journal_is_never_replayed_over_a_brokers_newer_batches(log_dir)
         assert "since the repair was interrupted" in proc.stderr and "--replan" in proc.stderr
         assert tree_digest(DISK, str(log_dir)) == before
 
+    proc = cli("repair", str(log_dir), "--mode", "kafka", "--dry-run")
+    assert "note: the interrupted repair in" in proc.stdout and "cannot be finished" in proc.stdout
+    assert tree_digest(DISK, str(log_dir)) == before
     proc = cli("repair", str(log_dir), "--mode", "kafka", "--replan", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)

@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 
 from ..storage import layout
 from ..storage.disk import Disk
+from ..storage.logdir import DirLock
 from . import apply, indexes
-from .interrupted import FINISH, Settled, check_interrupted, settle
-from .journal import DISCARDED, Journal, make_dirs_durable, pending, remove_discarded
+from .interrupted import ABANDON, FINISH, REPLAN, Settled, check_interrupted, settle
+from .journal import DISCARDED, SAVING, Journal, make_dirs_durable, pending, remove_discarded
 from .plan import Plan
 from .planner import make_plan
 from .rebuild import plan_rebuild
@@ -166,23 +167,14 @@ def _run(
     lock = lock_run(disk, path, is_log_dir)
     try:
         unfinished = pending(disk, roots, path)
-        check_interrupted(unfinished, interrupted)
-        settled = []
-        if not dry_run:
-            with _io_errors("settling the interrupted runs", "nothing else was changed"):
-                for r in roots:
-                    remove_discarded(disk, r)
-                settled = settle(unfinished, interrupted, indexes.rebuild)
-            # a run that died holding a `.lock` it had created leaves it: this run removes it
-            lock.created = lock.created or any(j.data.get("lock_created") for j in unfinished)
+        settled, notes = _settle(disk, roots, unfinished, interrupted, lock, dry_run)
         with _io_errors(
             "scanning",
             "nothing was changed" if not settled else "nothing but the interrupted runs settled",
         ):
             scan = scan_path(disk, path, settings, progress)
         plan = make(scan)
-        for journal in unfinished if dry_run else []:
-            plan.notes.append(_dry_run_note(journal, interrupted))
+        plan.notes += notes
         result = RepairResult(plan, scan, settled=settled)
         if dry_run or not plan.actions:
             return result
@@ -206,11 +198,40 @@ def _run(
         lock.release()
 
 
+def _settle(
+    disk: Disk,
+    roots: list[str],
+    unfinished: list[Journal],
+    how: str,
+    lock: DirLock,
+    dry_run: bool,
+) -> tuple[list[Settled], list[str]]:
+    """The interrupted runs on the log dir, settled `how` (interrupted.py) before this run scans;
+    a dry run only says what would happen (or why it cannot), as notes."""
+    if dry_run:
+        try:
+            check_interrupted(unfinished, how)
+        except RepairRefused as e:
+            return [], [str(e)]
+        return [], [_dry_run_note(journal, how) for journal in unfinished]
+    check_interrupted(unfinished, how)
+    with _io_errors(
+        "settling the interrupted runs",
+        "they stay journaled: re-run the same command once the error is fixed",
+    ):
+        for r in roots:
+            remove_discarded(disk, r)
+        settled = settle(unfinished, how, indexes.rebuild)
+    # a run that died holding a `.lock` it had created left it there: this run removes it
+    lock.created = lock.created or any(j.data.get("lock_created") for j in unfinished)
+    return settled, []
+
+
 def _dry_run_note(journal: Journal, how: str) -> str:
-    if journal.state == "saving":
+    if journal.state == SAVING:
         what = "rolled back (it had changed nothing)"
     else:
-        what = {"finish": "completed", "abandon": "rolled back", "replan": "abandoned"}[how]
+        what = {FINISH: "completed", ABANDON: "rolled back", REPLAN: "abandoned"}[how]
     return (
         f"an interrupted repair in {journal.qdir} ({journal.state}) will be {what} first; this "
         "plan is what remains after that as the log dir looks now"
