@@ -319,3 +319,30 @@ def test_undo_of_a_quarantine_root_undoes_its_one_run_or_asks_for_latest(log_dir
         n: d for n, d in original.items() if "u-0/" not in n
     }
     one_line_error(cli("undo", str(root)))  # nothing left to undo
+
+
+def test_a_run_through_a_bind_mount_finds_the_interrupted_run_of_the_other_path(log_dir, tmp_path):
+    """A bind mount is a second name no path resolution joins: the lock (on the file) and the
+    pending-runs marker in the log dir are what the two runs share."""
+    bound = tmp_path / "bound"
+    bound.mkdir()
+    if subprocess.run(["mount", "--bind", str(log_dir), str(bound)]).returncode:
+        pytest.skip("cannot bind-mount here")
+    try:
+        reference = tmp_path / "reference"
+        shutil.copytree(log_dir, reference)
+        cli("repair", str(reference), "--mode", "kafka")
+        first = PausedRepair(log_dir, 1)
+        try:
+            proc = cli("repair", str(bound), "--mode", "kafka")
+            one_line_error(proc)
+            assert "Failed to acquire lock" in proc.stderr
+        finally:
+            first.kill()
+        assert (log_dir / ".logrepair-pending").read_text().strip() == the_run(log_dir).qdir
+        proc = cli("repair", str(bound), "--mode", "kafka")
+        assert "completed the interrupted repair in" in proc.stdout, proc.stderr
+        assert not (log_dir / ".logrepair-pending").exists()
+        assert tree_digest(DISK, str(log_dir)) == tree_digest(DISK, str(reference))
+    finally:
+        subprocess.run(["umount", str(bound)], check=True)

@@ -62,6 +62,7 @@ def start(
     max_batch_sizes: Mapping[str, int] | None = None,
     validated: bool = True,
     lock_created: bool = False,
+    marker: str | None = None,
 ) -> Journal:
     """Creates the quarantine for `plan` and saves every byte the plan removes or replaces.
 
@@ -71,7 +72,9 @@ def start(
     `validated`: the plan comes from a scan that checked every batch it keeps, so index rebuilds
     may read headers only.
     `lock_created`: the run created the `.lock` it holds; if it dies, the run that settles its
-    journal removes that file."""
+    journal removes that file.
+    `marker`: the log dir's pending-runs file (journal.PENDING_MARKER), which names the run while
+    it changes the log dir."""
     if disk.exists(qdir) and disk.list_dir(qdir):
         raise JournalError(f"quarantine directory {qdir} is not empty")
     data = {
@@ -88,6 +91,7 @@ def start(
         "applied": 0,
         "warnings": [],
         "lock_created": lock_created,
+        "marker": marker,
     }
     for entry in data["actions"]:
         if entry["action"] in REBUILDS:

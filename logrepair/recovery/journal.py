@@ -96,9 +96,16 @@ class Journal:
         self.disk.write_file_atomic(path, payload)
 
     def set_state(self, state: str) -> None:
+        """Writes the new state; entering a state that changes the log dir marks the run pending
+        beside the log dir first, and leaving one unmarks it after (see `PENDING_MARKER`)."""
+        marker = self.data.get("marker")
+        if marker and state in (APPLYING, UNDOING):
+            mark_pending(self.disk, marker, self.qdir, tmp=self.temp_name(marker))
         self.data["state"] = state
         self.data["updated"] = now()
         self.write()
+        if marker and state in (DONE, UNDONE, ABANDONED):
+            unmark_pending(self.disk, marker, self.qdir, tmp=self.temp_name(marker))
 
     def q(self, rel: str) -> str:
         return join(self.qdir, rel)
@@ -151,15 +158,71 @@ def overlaps(a: str, b: str) -> bool:
     return a == b or a.startswith(b.rstrip("/") + "/") or b.startswith(a.rstrip("/") + "/")
 
 
-def pending(disk: Disk, quarantine_roots: list[str], target: str) -> list[Journal]:
+PENDING_MARKER = ".logrepair-pending"
+"""A file beside the `.lock` (in the log dir; `<dir>.logrepair-pending` beside a partition dir in no
+log dir) naming, one a line, the runs that are changing the log dir or were interrupted doing so.
+A run finds them there whatever path (a bind mount, another `--quarantine`) started them. Kafka
+loads only directories from a log dir, so the file is ignored by a broker."""
+
+
+def marked(disk: Disk, marker: str) -> list[str]:
+    """The run directories `marker` names."""
+    if not disk.exists(marker):
+        return []
+    return [line for line in disk.read_file(marker).decode("utf-8", "replace").splitlines() if line]
+
+
+def mark_pending(disk: Disk, marker: str, qdir: str, *, tmp: str) -> None:
+    names = marked(disk, marker)
+    if qdir not in names:
+        disk.write_file_atomic(marker, "".join(f"{n}\n" for n in [*names, qdir]).encode(), tmp=tmp)
+
+
+def unmark_pending(disk: Disk, marker: str, qdir: str, *, tmp: str) -> None:
+    names = marked(disk, marker)
+    rest = [n for n in names if n != qdir]
+    if rest != names and rest:
+        disk.write_file_atomic(marker, "".join(f"{n}\n" for n in rest).encode(), tmp=tmp)
+        return
+    gone = [p for p in (tmp, marker if not rest else None) if p and disk.exists(p)]
+    for p in gone:  # (`tmp`: what a crash in the middle of a marker write left)
+        disk.unlink(p)
+    if gone:
+        disk.fsync_dir(parent_of(marker))
+
+
+def pending(
+    disk: Disk, quarantine_roots: list[str], target: str, marker: str | None = None
+) -> list[Journal]:
     """Unfinished runs (and undos) on `target`, a directory inside it or one holding it, under
-    any of `quarantine_roots`, oldest first."""
+    any of `quarantine_roots` or named by the `marker` file, oldest first."""
     found: dict[str, Journal] = {}
     for root in quarantine_roots:
         for journal in runs(disk, root):
             if journal.state in UNFINISHED and overlaps(journal.target, target):
                 found[journal.qdir] = journal
+    # the marker is in this very log dir: its runs are on it, whatever path they named it by
+    for qdir in marked(disk, marker) if marker else []:
+        try:
+            journal = Journal.load(disk, qdir)
+        except JournalError:
+            continue  # a run dir removed by hand: nothing to settle (the marker is cleaned)
+        if journal.state in UNFINISHED:
+            found[journal.qdir] = journal
     return sorted(found.values(), key=lambda j: j.run_id)
+
+
+def clean_marker(disk: Disk, marker: str) -> None:
+    """Drops from `marker` the runs that are no longer unfinished (a crash between a run's last
+    state and its unmarking, a run dir removed by hand)."""
+    for qdir in marked(disk, marker):
+        try:
+            journal = Journal.load(disk, qdir)
+        except JournalError:
+            journal = Journal(disk, qdir, {})
+        if journal.data.get("state") not in UNFINISHED:
+            # through the run's own tmp name: one its crash left is renamed away or removed
+            unmark_pending(disk, marker, qdir, tmp=journal.temp_name(marker))
 
 
 def discard(journal: Journal) -> None:
@@ -169,6 +232,9 @@ def discard(journal: Journal) -> None:
     no run takes for a pending one and the next run removes (`remove_discarded`), never a run
     dir without its manifest."""
     disk = journal.disk
+    marker = journal.data.get("marker")
+    if marker:  # marked just before `applying`: a crash may have come in between
+        unmark_pending(disk, marker, journal.qdir, tmp=journal.temp_name(marker))
     gone = journal.qdir + DISCARDED
     disk.rename(journal.qdir, gone)
     disk.fsync_dir(parent_of(gone))

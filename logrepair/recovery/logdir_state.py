@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..storage import layout
 from .copies import file_state
-from .journal import Journal, JournalError
+from .journal import PENDING_MARKER, Journal, JournalError
 from .plan import Action
 
 
@@ -58,11 +58,11 @@ def _dir_of(rel: str) -> str:
 
 def _listing(journal: Journal, d: str) -> list[str]:
     """The names in directory `d` (relative to the target), without the `.lock` (a run holds it
-    while it records, and a broker's comes and goes)."""
+    while it records, and a broker's comes and goes) and the pending-runs marker."""
     path = journal.t(d)
     if not journal.disk.is_dir(path):
         return []
-    return [n for n in journal.disk.list_dir(path) if n != layout.LOCK_FILE]
+    return [n for n in journal.disk.list_dir(path) if n not in (layout.LOCK_FILE, PENDING_MARKER)]
 
 
 def record(journal: Journal, entries: list[dict]) -> None:
@@ -108,9 +108,7 @@ def check(journal: Journal, *, what: str) -> None:
     for d, names in expect["dirs"].items():
         now = set(_listing(journal, d))
         allowed = {rel.rpartition("/")[2] for rel in loose if _dir_of(rel) == d}
-        temps = {n for n in now if n.endswith(f".logrepair-{journal.run_id}.tmp")}
-        if in_progress:
-            now -= temps
+        now -= {n for n in now if n.endswith(f".logrepair-{journal.run_id}.tmp")}  # its own
         came = sorted(now - set(names) - allowed)
         went = sorted(set(names) - now - allowed)
         if came or went:

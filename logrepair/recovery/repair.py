@@ -24,11 +24,26 @@ from ..storage.disk import Disk
 from ..storage.logdir import DirLock
 from . import apply, indexes
 from .interrupted import ABANDON, FINISH, REPLAN, Settled, check_interrupted, settle
-from .journal import DISCARDED, SAVING, Journal, make_dirs_durable, pending, remove_discarded
+from .journal import (
+    DISCARDED,
+    SAVING,
+    Journal,
+    clean_marker,
+    make_dirs_durable,
+    pending,
+    remove_discarded,
+)
 from .plan import Plan
 from .planner import make_plan
 from .rebuild import plan_rebuild
-from .runs import RepairRefused, inside, lock_run, log_dir_of, quarantine_roots
+from .runs import (
+    RepairRefused,
+    inside,
+    lock_run,
+    log_dir_of,
+    pending_marker,
+    quarantine_roots,
+)
 from .scan import LogDirScan, Progress, classify, scan_path
 from .settings import Settings
 
@@ -166,8 +181,9 @@ def _run(
             )
     lock = lock_run(disk, path, is_log_dir)
     try:
-        unfinished = pending(disk, roots, path)
-        settled, notes = _settle(disk, roots, unfinished, interrupted, lock, dry_run)
+        marker = pending_marker(disk, path, is_log_dir)
+        unfinished = pending(disk, roots, path, marker)
+        settled, notes = _settle(disk, roots, marker, unfinished, interrupted, lock, dry_run)
         with _io_errors(
             "scanning",
             "nothing was changed" if not settled else "nothing but the interrupted runs settled",
@@ -178,7 +194,7 @@ def _run(
         result = RepairResult(plan, scan, settled=settled)
         if dry_run or not plan.actions:
             return result
-        journal = _start(disk, plan, scan, root, name, validated, lock.created)
+        journal = _start(disk, plan, scan, root, name, validated, lock.created, marker)
         result.warnings = list(journal.data["warnings"])
         with _io_errors(
             "applying",
@@ -201,6 +217,7 @@ def _run(
 def _settle(
     disk: Disk,
     roots: list[str],
+    marker: str,
     unfinished: list[Journal],
     how: str,
     lock: DirLock,
@@ -222,6 +239,7 @@ def _settle(
         for r in roots:
             remove_discarded(disk, r)
         settled = settle(unfinished, how, indexes.rebuild)
+        clean_marker(disk, marker)
     # a run that died holding a `.lock` it had created left it there: this run removes it
     lock.created = lock.created or any(j.data.get("lock_created") for j in unfinished)
     return settled, []
@@ -246,6 +264,7 @@ def _start(
     name: str,
     validated: bool,
     lock_created: bool,
+    marker: str,
 ) -> Journal:
     """The run's quarantine, with everything the plan removes or replaces saved in it; on an
     I/O error the partial quarantine is discarded (by the next run, if this one cannot)."""
@@ -268,6 +287,7 @@ def _start(
                 max_batch_sizes=batch_caps(scan),
                 validated=validated,
                 lock_created=lock_created,
+                marker=marker,
             )
         except OSError:
             _drop_partial(disk, qdir, root)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from ..storage import layout
 from ..storage.disk import Disk, join, parent_of
 from ..storage.logdir import DirLock
+from .journal import PENDING_MARKER
 from .scan import ROOT_MARKERS
 
 QUARANTINE_SUFFIX = ".logrepair-quarantine"
@@ -52,6 +53,14 @@ def lock_run(disk: Disk, path: str, is_log_dir: bool) -> DirLock:
     if owner is None:
         return DirLock(disk, path.rstrip("/") + STANDALONE_LOCK_SUFFIX)
     return DirLock(disk, join(owner, layout.LOCK_FILE))
+
+
+def pending_marker(disk: Disk, path: str, is_log_dir: bool) -> str:
+    """Where the runs changing the log dir holding PATH are named (journal.PENDING_MARKER)."""
+    owner = log_dir_of(disk, path, is_log_dir)
+    if owner is None:
+        return path.rstrip("/") + PENDING_MARKER
+    return join(owner, PENDING_MARKER)
 
 
 def inside(child: str, parent: str) -> bool:

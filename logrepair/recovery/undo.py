@@ -32,6 +32,7 @@ from .journal import (
     UNDONE,
     Journal,
     JournalError,
+    clean_marker,
     discard,
 )
 from .runs import lock_run
@@ -89,6 +90,8 @@ def undo(disk: Disk, qdir: str) -> UndoResult:
     journal = Journal.load(disk, qdir)
     result = UndoResult(journal)
     if journal.state == UNDONE:
+        if journal.data.get("marker"):  # a crash may have come before the unmarking
+            clean_marker(disk, journal.data["marker"])
         return result
     if journal.state == SAVING:
         lock = _lock(disk, journal.target)
