@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from ..storage import layout
 from .copies import file_state
-from .journal import PENDING_MARKER, Journal, JournalError
+from .journal import APPLYING, DONE, PENDING_MARKER, UNDOING, UNDONE, Journal, JournalError
 from .plan import Action
 
 
@@ -50,6 +50,15 @@ def touched_files(entry: dict) -> list[str]:
     if entry["action"] == "flush":
         return []
     return list(dict.fromkeys([entry["file"], *made_files(entry)]))
+
+
+def changed_files(entry: dict) -> list[str]:
+    """The files an action writes, cuts, creates or moves: what a crash in the middle of it may
+    have left in any state it passes through (a split's source and a rebuild's `.log` are only
+    read)."""
+    if entry["action"] in ("split", "rebuild_indexes"):
+        return made_files(entry)
+    return touched_files(entry)
 
 
 def _dir_of(rel: str) -> str:
@@ -93,11 +102,11 @@ def check(journal: Journal, *, what: str) -> None:
     disk = journal.disk
     entries = journal.data["actions"]
     in_progress: dict = {}
-    if journal.data["state"] not in ("done", "undoing", "undone"):
+    if journal.data["state"] not in (DONE, UNDOING, UNDONE):
         k = journal.data.get("applied", 0)
         in_progress = entries[k] if k < len(entries) else {}
-    loose = set(touched_files(in_progress)) if in_progress else set()
-    since = "since the repair" + (" was interrupted" if journal.data["state"] == "applying" else "")
+    loose = set(changed_files(in_progress)) if in_progress else set()
+    since = "since the repair" + (" was interrupted" if journal.data["state"] == APPLYING else "")
     for rel, state in expect["files"].items():
         now = file_state(disk, journal.t(rel))
         if now == state:
@@ -105,12 +114,13 @@ def check(journal: Journal, *, what: str) -> None:
         if rel in loose and (in_progress["action"] != "truncate" or now == [in_progress["size"]]):
             continue
         raise LogDirChanged(f"{rel} {_change(state, now)} {since}; {what}")
-    for d, names in expect["dirs"].items():
+    for d, listed in expect["dirs"].items():
+        names = set(listed) - {layout.LOCK_FILE, PENDING_MARKER}  # (a version 2 `left` has them)
         now = set(_listing(journal, d))
         allowed = {rel.rpartition("/")[2] for rel in loose if _dir_of(rel) == d}
         now -= {n for n in now if n.endswith(f".logrepair-{journal.run_id}.tmp")}  # its own
-        came = sorted(now - set(names) - allowed)
-        went = sorted(set(names) - now - allowed)
+        came = sorted(now - names - allowed)
+        went = sorted(names - now - allowed)
         if came or went:
             what_changed = "; ".join(
                 [f"{', '.join(came)} appeared"] * bool(came)

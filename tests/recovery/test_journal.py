@@ -17,6 +17,7 @@ from logrepair.recovery.planner import make_plan
 from logrepair.recovery.repair import RepairRefused, batch_caps, rebuild_indexes, repair
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
+from logrepair.recovery.undo import undo
 from logrepair.storage import layout
 from logrepair.storage import scan as storage_scan
 from logrepair.storage.index_builder import build_indexes
@@ -135,3 +136,23 @@ def test_a_manifest_from_a_newer_logrepair_is_refused_with_one_line(tmp_path):
     _edit_manifest(qdir, lambda manifest: manifest.update(version=4))
     with pytest.raises(journal.JournalError, match="manifest version 4; this logrepair reads"):
         journal.Journal.load(DISK, qdir)
+
+
+def test_a_finished_run_of_a_version_2_journal_is_undone(log_dir):
+    """Version 2 recorded the state a finished repair left as `left` (with the `.lock` in its
+    listings when the dir had one): undo checks against it and restores every byte."""
+    write_segment(log_dir / "t-0", 0, b"\x00" * 40, indexes=False)
+    (log_dir / layout.LOCK_FILE).write_bytes(b"")
+    before = tree_digest(DISK, str(log_dir))
+    result = repair(DISK, str(log_dir), "kafka", Settings())
+
+    def as_version_2(manifest):
+        manifest["version"] = 2
+        manifest["left"] = manifest.pop("expect")
+        manifest["left"]["dirs"][""].append(layout.LOCK_FILE)
+        for key in ("applied", "warnings", "lock_created", "marker"):
+            manifest.pop(key)
+
+    _edit_manifest(result.quarantine, as_version_2)
+    undo(DISK, result.quarantine)
+    assert tree_digest(DISK, str(log_dir)) == before
