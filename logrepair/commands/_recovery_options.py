@@ -16,7 +16,7 @@ from ..cli import InputError
 from ..recovery.apply import JournalError
 from ..recovery.interrupted import ABANDON, FINISH, REPLAN
 from ..recovery.repair import RepairFailed, RepairRefused, RepairResult
-from ..recovery.runs import log_dir_of
+from ..recovery.runs import lock_path
 from ..recovery.scan import NotALogDir, classify, total_log_bytes
 from ..recovery.settings import (
     DEFAULT_INDEX_INTERVAL_BYTES,
@@ -144,7 +144,7 @@ def journaled_run(args: argparse.Namespace, run: Callable[..., RepairResult]) ->
 def lock_status(disk: Disk, path: str, is_log_dir: bool) -> tuple[bool, str | None]:
     """For the read-only commands: whether another process (a running broker) holds the `.lock`
     of the log dir holding PATH, and the line that says so (JSON: `locked_by_other_process`)."""
-    return lock_note(disk, log_dir_of(disk, path, is_log_dir))
+    return lock_note(disk, lock_path(disk, path, is_log_dir))
 
 
 def emit(args: argparse.Namespace, data: dict, text: str) -> None:

@@ -12,6 +12,7 @@ from ..audit.local import DEFAULT_RECOVERY_RATE, audit_paths
 from ..audit.model import AuditReport
 from ..audit.report import format_bytes
 from ..cli import InputError
+from ..storage.layout import LOCK_FILE
 from ..storage.logdir import lock_note
 from ..storage.osdisk import OsDisk
 
@@ -119,7 +120,7 @@ def run(args: argparse.Namespace) -> int:
 
         with open(args.report, "w", encoding="utf-8") as f:
             f.write(render_html(report))
-    locks = {d.path: lock_note(OsDisk(), d.path) for d in report.log_dirs}
+    locks = {d.path: lock_note(OsDisk(), f"{d.path}/{LOCK_FILE}") for d in report.log_dirs}
     if args.json:
         data = report.to_json()
         for d in data["log_dirs"]:

@@ -45,14 +45,19 @@ def quarantine_roots(disk: Disk, path: str, is_log_dir: bool, given: str | None)
     return [default] + ([given] if given and given != default else [])
 
 
-def lock_run(disk: Disk, path: str, is_log_dir: bool) -> DirLock:
-    """Kafka's `.lock` of the log dir holding PATH (created if absent, as a broker does; removed
-    again if this run created it), held for the whole run: a running broker or another run makes
-    this raise `LockHeld`."""
+def lock_path(disk: Disk, path: str, is_log_dir: bool) -> str:
+    """Kafka's `.lock` of the log dir holding PATH, or the lock beside a partition dir in none."""
     owner = log_dir_of(disk, path, is_log_dir)
     if owner is None:
-        return DirLock(disk, path.rstrip("/") + STANDALONE_LOCK_SUFFIX)
-    return DirLock(disk, join(owner, layout.LOCK_FILE))
+        return path.rstrip("/") + STANDALONE_LOCK_SUFFIX
+    return join(owner, layout.LOCK_FILE)
+
+
+def lock_run(disk: Disk, path: str, is_log_dir: bool) -> DirLock:
+    """The lock of PATH (`lock_path`; created if absent, as a broker does, and removed again if
+    this run created it), held for the whole run: a running broker or another run makes this
+    raise `LockHeld`."""
+    return DirLock(disk, lock_path(disk, path, is_log_dir))
 
 
 def pending_marker(disk: Disk, path: str, is_log_dir: bool) -> str:

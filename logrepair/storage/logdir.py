@@ -133,21 +133,14 @@ class DirLock:
             lock.release()
 
 
-def lock_holder(disk: Disk, log_dir: str) -> int | None:
-    """The process id of another process (a running broker, another logrepair) holding the
-    `.lock` of `log_dir`, None when none does. Takes no lock: for read-only commands, whose
-    result may be stale while that process writes."""
-    return disk.lock_owner(join(log_dir, layout.LOCK_FILE))
-
-
-def lock_note(disk: Disk, log_dir: str | None) -> tuple[bool, str | None]:
-    """For verify and audit: (whether another process holds `log_dir`'s `.lock`, the one line to
-    print when one does)."""
-    holder = None if log_dir is None else lock_holder(disk, log_dir)
+def lock_note(disk: Disk, lock_file: str) -> tuple[bool, str | None]:
+    """For verify and audit: (whether another process — a running broker, another logrepair —
+    holds `lock_file`, the one line to print when one does). Takes no lock."""
+    holder = disk.lock_owner(lock_file)
     if holder is None:
         return False, None
     return True, (
-        f"{log_dir}/.lock is held by process {holder} (a running broker?): the log dir may be "
+        f"{lock_file} is held by process {holder} (a running broker?): the log dir may be "
         "changing while it is read, so this result may be stale"
     )
 
