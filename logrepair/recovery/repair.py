@@ -20,7 +20,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from ..storage import layout
-from ..storage.disk import Disk
+from ..storage.disk import Disk, LockHeld
 from ..storage.logdir import DirLock
 from . import apply, indexes
 from .interrupted import ABANDON, FINISH, REPLAN, Settled, check_interrupted, settle
@@ -32,6 +32,7 @@ from .journal import (
     make_dirs_durable,
     pending,
     remove_discarded,
+    unmark_pending,
 )
 from .plan import Plan
 from .planner import make_plan
@@ -179,10 +180,12 @@ def _run(
             raise RepairRefused(
                 f"quarantine {root} is inside {protected}; Kafka would take it for a partition"
             )
-    lock = lock_run(disk, path, is_log_dir)
+    with _io_errors("taking the lock", "nothing was changed"):
+        lock = lock_run(disk, path, is_log_dir)
     try:
         marker = pending_marker(disk, path, is_log_dir)
-        unfinished = pending(disk, roots, path, marker)
+        with _io_errors("reading the journals of earlier runs", "nothing was changed"):
+            unfinished = pending(disk, roots, path, marker)
         settled, notes = _settle(disk, roots, marker, unfinished, interrupted, lock, dry_run)
         with _io_errors(
             "scanning",
@@ -275,8 +278,9 @@ def _start(
         "notes": plan.notes,
     }
     apply.refuse_unwritable(disk, plan)
-    qdir = _new_run_dir(disk, root, name)
     untouched = "the log dir is untouched (nothing was applied)"
+    with _io_errors("creating the quarantine", untouched, plan=plan, quarantine=root):
+        qdir = _new_run_dir(disk, root, name)
     with _io_errors("saving what the plan removes", untouched, plan=plan, quarantine=root):
         try:
             return apply.start(
@@ -290,14 +294,16 @@ def _start(
                 marker=marker,
             )
         except OSError:
-            _drop_partial(disk, qdir, root)
+            _drop_partial(disk, qdir, root, marker)
             raise
 
 
-def _drop_partial(disk: Disk, qdir: str, root: str) -> None:
-    """Removes what a failed start left of a run's quarantine, as far as the disk lets it; what
-    remains (`saving`, or `.discarded`) the next run removes."""
+def _drop_partial(disk: Disk, qdir: str, root: str, marker: str) -> None:
+    """Removes what a failed start left of a run's quarantine (and its name in the pending-runs
+    marker), as far as the disk lets it; what remains (`saving`, or `.discarded`) the next run
+    removes."""
     try:
+        unmark_pending(disk, marker, qdir, tmp=Journal(disk, qdir, {}).temp_name(marker))
         if disk.exists(qdir):
             disk.rename(qdir, qdir + DISCARDED)
         remove_discarded(disk, root)
@@ -314,7 +320,7 @@ def _io_errors(
     the disk is full, what needs space where."""
     try:
         yield
-    except RepairFailed:
+    except (RepairFailed, LockHeld):
         raise
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""

@@ -17,7 +17,7 @@ from logrepair.recovery.repair import RepairFailed, repair
 from logrepair.recovery.settings import Settings
 from logrepair.recovery.undo import undo
 from logrepair.storage import layout
-from simulator.disk import SimDisk
+from simulator.disk import IoFault, SimDisk
 
 from .builders import DISK, batches, flip_byte, segment_files, write_offsets, write_segment
 from .crashes import QUARANTINE, ROOT, damaged_log_dir, under
@@ -140,3 +140,36 @@ def test_a_device_as_a_segment_is_refused_before_anything_changes(log_dir):
     with pytest.raises(JournalError, match=r"00000000000000000006\.log is not a regular file"):
         repair(DISK, str(log_dir), "salvage", Settings())
     assert tree_digest(DISK, str(log_dir)) == before
+
+
+@pytest.mark.parametrize("kind", IoFault.KINDS)
+def test_every_io_error_leaves_a_state_its_line_names_and_never_neither(tmp_path, kind):
+    """An I/O error at the n-th call of its kind, for many n: the run succeeds, or fails with one
+    line saying the log dir is untouched (and it is), or that the run is journaled — and then a
+    re-run finishes it to the uninterrupted result, and undo rolls it back to the original."""
+    image = damaged_log_dir(tmp_path)
+    reference = SimDisk.from_image(image)
+    repair(reference, ROOT, "salvage", Settings())
+    said = set()
+    for nth in range(0, 60, 4):
+        disk = SimDisk.from_image(image, io_faults=[IoFault(kind, nth, "/")])
+        try:
+            repair(disk, ROOT, "salvage", Settings())
+            continue
+        except RepairFailed as e:
+            line = str(e)
+        assert "\n" not in line
+        if "the log dir is untouched" in line or "nothing was changed" in line:
+            said.add("untouched")
+            assert under(disk.volatile_image()) == under(image), line
+            continue
+        assert "re-run the same command to finish it" in line, line
+        said.add("journaled")
+        finished = SimDisk.from_image(disk.volatile_image())
+        repair(finished, ROOT, "salvage", Settings())
+        assert under(finished.volatile_image()) == under(reference.volatile_image()), line
+        rolled = SimDisk.from_image(disk.volatile_image())
+        for run in journal.runs(rolled, QUARANTINE):
+            undo(rolled, run.qdir)
+        assert under(rolled.volatile_image()) == under(image), line
+    assert said, f"no {kind} fault hit the run"
