@@ -212,17 +212,25 @@ def pending(
     return sorted(found.values(), key=lambda j: j.run_id)
 
 
-def clean_marker(disk: Disk, marker: str) -> None:
+def clean_marker(disk: Disk, marker: str) -> list[str]:
     """Drops from `marker` the runs that are no longer unfinished (a crash between a run's last
-    state and its unmarking, a run dir removed by hand)."""
+    state and its unmarking, a run dir removed by hand); returns a note for each run dir that is
+    gone, whose interrupted changes no run can finish or roll back any more."""
+    notes = []
     for qdir in marked(disk, marker):
         try:
             journal = Journal.load(disk, qdir)
-        except JournalError:
+        except JournalError as e:
             journal = Journal(disk, qdir, {})
+            notes.append(
+                f"an interrupted run was journaled in {qdir}, which is gone ({e}): what it "
+                "applied can be neither finished nor rolled back; this plan starts from the log "
+                "dir as it is"
+            )
         if journal.data.get("state") not in UNFINISHED:
             # through the run's own tmp name: one its crash left is renamed away or removed
             unmark_pending(disk, marker, qdir, tmp=journal.temp_name(marker))
+    return notes
 
 
 def discard(journal: Journal) -> None:

@@ -226,8 +226,9 @@ def _settle(
     lock: DirLock,
     dry_run: bool,
 ) -> tuple[list[Settled], list[str]]:
-    """The interrupted runs on the log dir, settled `how` (interrupted.py) before this run scans;
-    a dry run only says what would happen (or why it cannot), as notes."""
+    """The interrupted runs on the log dir, settled `how` (interrupted.py) before this run scans,
+    with notes for those no run can settle any more (their run dir removed by hand); a dry run
+    only says what would happen (or why it cannot), as notes."""
     if dry_run:
         try:
             check_interrupted(unfinished, how)
@@ -242,10 +243,10 @@ def _settle(
         for r in roots:
             remove_discarded(disk, r)
         settled = settle(unfinished, how, indexes.rebuild)
-        clean_marker(disk, marker)
+        gone = clean_marker(disk, marker)
     # a run that died holding a `.lock` it had created left it there: this run removes it
     lock.created = lock.created or any(j.data.get("lock_created") for j in unfinished)
-    return settled, []
+    return settled, gone
 
 
 def _dry_run_note(journal: Journal, how: str) -> str:

@@ -20,7 +20,7 @@ from logrepair.storage import layout
 from simulator.disk import IoFault, SimDisk
 
 from .builders import DISK, batches, flip_byte, segment_files, write_offsets, write_segment
-from .crashes import QUARANTINE, ROOT, damaged_log_dir, under
+from .crashes import QUARANTINE, ROOT, damaged_log_dir, run_until, under
 
 
 def test_undo_never_touches_a_file_the_run_did_not_make(log_dir):
@@ -173,3 +173,22 @@ def test_every_io_error_leaves_a_state_its_line_names_and_never_neither(tmp_path
             undo(rolled, run.qdir)
         assert under(rolled.volatile_image()) == under(image), line
     assert said, f"no {kind} fault hit the run"
+
+
+def test_an_interrupted_run_whose_quarantine_was_removed_is_said_not_silently_dropped(tmp_path):
+    image = damaged_log_dir(tmp_path)
+
+    def run(disk):
+        return repair(disk, ROOT, "salvage", Settings())
+
+    reference, _ = run_until(image, run, None)
+    crashed, _ = run_until(image, run, len(reference.trace) // 2)
+    disk = SimDisk.from_image(crashed.volatile_image())
+    [interrupted] = journal.runs(disk, QUARANTINE)
+    assert interrupted.state == journal.APPLYING
+    for name in disk.list_dir(interrupted.qdir):  # removed by hand
+        if not disk.is_dir(f"{interrupted.qdir}/{name}"):
+            disk.unlink(f"{interrupted.qdir}/{name}")
+    result = run(disk)
+    assert any(f"journaled in {interrupted.qdir}, which is gone" in n for n in result.plan.notes)
+    assert not disk.exists(f"{ROOT}/{journal.PENDING_MARKER}")
