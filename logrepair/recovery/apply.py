@@ -33,6 +33,7 @@ from .journal import (
     APPLYING,
     DISCARDED,
     DONE,
+    PROGRESS,
     SAVING,
     VERSION,
     Journal,
@@ -113,6 +114,8 @@ def start(
     staging = qdir + DISCARDED
     make_dirs_durable(disk, join(staging, "blobs"))
     make_dirs_durable(disk, join(staging, "files"))
+    with disk.open(join(staging, PROGRESS), create=True):
+        pass  # made durable by the manifest write's fsync of the run dir
     Journal(disk, staging, data).write()
     disk.rename(staging, qdir)
     disk.fsync_dir(parent_of(qdir))
@@ -134,7 +137,7 @@ def start(
         elif action.action == "delete":
             source[action.file] = None
     disk.fsync_dir(join(qdir, "blobs"))
-    logdir_state.record(journal, data["actions"])
+    data["expect"] = logdir_state.record(journal, data["actions"])
     journal.set_state(APPLYING)
     return journal
 
@@ -225,9 +228,7 @@ def run(journal: Journal, rebuild: IndexRebuilder) -> None:
     entries = journal.data["actions"]
     for i in range(journal.data.get("applied", 0), len(entries)):
         _apply(journal, entries[i], rebuild)
-        logdir_state.record(journal, [entries[i]])
-        journal.data["applied"] = i + 1
-        journal.write()
+        journal.progress({"applied": i + 1, "expect": logdir_state.record(journal, [entries[i]])})
     journal.set_state(DONE)
 
 

@@ -22,6 +22,7 @@ import time
 from ..storage.disk import Disk, join, parent_of
 
 MANIFEST = "manifest.json"
+PROGRESS = "progress.jsonl"
 DISCARDED = ".discarded"
 """Suffix of a run dir no run will use: one being created (until its manifest is in) or one being
 removed after a roll-back. The next run removes what a crash left of it."""
@@ -67,7 +68,62 @@ class Journal:
                 f"{path} has manifest version {data.get('version')!r}; this logrepair reads "
                 f"versions 1 to {VERSION}: use the logrepair that wrote it"
             )
-        return cls(disk, qdir, data)
+        journal = cls(disk, qdir, data)
+        for update in journal._progress_lines():
+            journal._merge(update)
+        return journal
+
+    # -- progress: one line appended per step, instead of the whole manifest rewritten ------------
+
+    def progress(self, update: dict) -> None:
+        """Appends `update` (absolute values: `applied`, `undo_progress`, and `expect` entries)
+        to `progress.jsonl` and fsyncs it: a step's record costs one small write, not a rewrite
+        of a manifest that grows with the plan. Loading the manifest replays the lines in order."""
+        self._merge(update)
+        path = join(self.qdir, PROGRESS)
+        line = json.dumps(update, sort_keys=True, separators=(",", ":")).encode() + b"\n"
+        created = not self.disk.exists(path)
+        with self.disk.open(path, create=True) as f:
+            end = f.size()
+            if end and f.read_at(end - 1, 1) != b"\n":  # a line a crash cut short: dropped
+                end = self._complete_end(f)
+                f.truncate(end)
+            f.write_at(end, line)
+            f.fsync()
+        if created:  # (apply creates it with the run dir; an undo of an older journal here)
+            self.disk.fsync_dir(self.qdir)
+
+    def _merge(self, update: dict) -> None:
+        for key, value in update.items():
+            if key == "expect":
+                expect = self.data.setdefault("expect", {"files": {}, "dirs": {}})
+                expect["files"].update(value.get("files", {}))
+                expect["dirs"].update(value.get("dirs", {}))
+            else:
+                self.data[key] = value
+
+    def _progress_lines(self) -> list[dict]:
+        path = join(self.qdir, PROGRESS)
+        if not self.disk.exists(path):
+            return []
+        raw = self.disk.read_file(path)
+        lines = raw.split(b"\n")
+        out = []
+        for n, line in enumerate(lines):
+            if not line:
+                continue
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                if n == len(lines) - 1:  # the last, cut short by a crash: never counted
+                    break
+                raise JournalError(f"{path}: line {n + 1} is not readable") from None
+        return out
+
+    @staticmethod
+    def _complete_end(f) -> int:
+        data = f.read_at(0, f.size())
+        return data.rfind(b"\n") + 1
 
     @property
     def state(self) -> str:

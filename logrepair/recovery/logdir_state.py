@@ -74,18 +74,15 @@ def _listing(journal: Journal, d: str) -> list[str]:
     return [n for n in journal.disk.list_dir(path) if n not in (layout.LOCK_FILE, PENDING_MARKER)]
 
 
-def record(journal: Journal, entries: list[dict]) -> None:
-    """Records in `expect` the state of every file `entries` touch and of their directories."""
-    expect = journal.data.setdefault("expect", {"files": {}, "dirs": {}})
+def record(journal: Journal, entries: list[dict]) -> dict:
+    """The state of every file `entries` touch and of their directories, as an `expect` update
+    (journal.progress merges it)."""
+    files = {}
     for entry in entries:
         for rel in touched_files(entry):
-            expect["files"][rel] = file_state(journal.disk, journal.t(rel))
-            expect["dirs"][_dir_of(rel)] = None
-    for d in expect["dirs"]:
-        if expect["dirs"][d] is None or any(
-            _dir_of(rel) == d for e in entries for rel in touched_files(e)
-        ):
-            expect["dirs"][d] = _listing(journal, d)
+            files[rel] = file_state(journal.disk, journal.t(rel))
+    dirs = {d: _listing(journal, d) for d in sorted({_dir_of(rel) for rel in files})}
+    return {"files": files, "dirs": dirs}
 
 
 def expected(journal: Journal) -> dict | None:

@@ -157,8 +157,7 @@ def _undo(journal: Journal, result: UndoResult) -> None:
     done: list[list[tuple[str, str]]] = []
     for n in range(journal.data.get("undo_progress", 0), len(steps)):
         done.append(_undo_step(journal, steps[n], entries))
-        journal.data["undo_progress"] = n + 1
-        journal.write()
+        journal.progress({"undo_progress": n + 1})
     journal.set_state(UNDONE)
     for step in reversed(done):
         result.files += step

@@ -4,6 +4,7 @@ rebuilds indexes with the batch-size cap the plan's scan used, not the default o
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
@@ -120,6 +121,7 @@ def test_an_interrupted_run_of_an_older_journal_is_refused_then_replanned(tmp_pa
             manifest.pop(key)
 
     _edit_manifest(qdir, as_older)
+    os.unlink(os.path.join(qdir, journal.PROGRESS))
     root = str(tmp_path / "quarantine")
     before = tree_digest(DISK, str(d))
     with pytest.raises(RepairRefused, match=f"journal version {version}.*--replan"):
@@ -154,5 +156,21 @@ def test_a_finished_run_of_a_version_2_journal_is_undone(log_dir):
             manifest.pop(key)
 
     _edit_manifest(result.quarantine, as_version_2)
+    os.unlink(os.path.join(result.quarantine, journal.PROGRESS))  # version 2 had none
     undo(DISK, result.quarantine)
     assert tree_digest(DISK, str(log_dir)) == before
+
+
+def test_a_progress_line_a_crash_cut_short_is_not_counted_and_is_written_over(tmp_path):
+    d, qdir, done = _interrupted(tmp_path)
+    progress = os.path.join(qdir, journal.PROGRESS)
+    with open(progress, "ab") as f:
+        f.write(b'{"applied":1,"expe')  # torn: the action was never counted
+    run = journal.Journal.load(DISK, qdir)
+    assert run.data["applied"] == 0
+    run.progress({"applied": 0})
+    with open(progress, "rb") as f:
+        assert f.read() == b'{"applied":0}\n'
+    result = repair(DISK, str(d), "salvage", RAISED, quarantine_root=str(tmp_path / "quarantine"))
+    assert [(s.qdir, s.done) for s in result.settled] == [(qdir, "completed")]
+    assert tree_digest(DISK, str(d)) == done
