@@ -401,9 +401,6 @@ class SimDisk(Disk):
         except OSError:
             return False
 
-    def is_regular(self, path: str) -> bool:
-        return self.exists(path) and not self.is_dir(path)
-
     def is_symlink(self, path: str) -> bool:
         _norm(path)
         return False

@@ -84,7 +84,16 @@ def test_verify_damaged_dir_exits_1_and_names_every_defect(damaged):
     defects = out["partitions"][0]["defects"]
     assert {d["kind"] for d in defects} == {"crc_mismatch", "garbage_tail"}
     for d in defects:
-        assert set(d) == {"kind", "file", "position", "length", "offset", "detail"}
+        assert set(d) == {
+            "kind",
+            "severity",
+            "file",
+            "position",
+            "length",
+            "offset",
+            "last_offset",
+            "detail",
+        }
     human = cli("verify", str(damaged))
     assert human.returncode == 1
     assert "crc_mismatch" in human.stdout and "fixed by: point-in-time, salvage" in human.stdout
@@ -202,9 +211,14 @@ def test_a_symlink_in_the_log_dir_is_reported_and_never_followed(damaged, tmp_pa
     out = json.loads(cli("verify", str(damaged), "--json").stdout)
     kinds = {d["kind"] for d in out["partitions"][0]["defects"]}
     assert "symlink" in kinds
-    assert cli("repair", str(damaged), "--mode", "salvage").returncode == 1
+    assert "link.log" in out["partitions"][0]["left_alone"]
+    segment = (damaged / "orders-0" / "00000000000000000000.log").read_bytes()
+    proc = cli("repair", str(damaged), "--mode", "salvage")
+    assert proc.returncode != 2 and "orders-0: left as it is" in proc.stdout
     assert (outside / "00000000000000000000.log").read_bytes() == before
     assert (damaged / "orders-0" / "link.log").is_symlink()
+    # the partition holding the link is left as it is: its damage is reported, not repaired
+    assert (damaged / "orders-0" / "00000000000000000000.log").read_bytes() == segment
 
 
 def test_settings_from_server_properties_and_topic_overrides(tmp_path):

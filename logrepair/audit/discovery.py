@@ -13,7 +13,7 @@ import os
 
 from ..storage import layout
 from ..storage.checkpoints import CheckpointError, read_offsets
-from ..storage.disk import Disk, join
+from ..storage.disk import SPECIAL_TYPES, Disk, join
 from ..storage.layout import DirKind, FileKind, LayoutError, TopicPartition
 from ..storage.leader_epoch import read_leader_epochs
 from ..storage.meta_properties import read_meta_properties
@@ -134,6 +134,7 @@ def plan_log_dir(disk: Disk, path: str, broker: str, *, only: set[str] | None = 
         name: _read_checkpoint(disk, join(path, name), plan.findings)
         for name in layout.OFFSET_CHECKPOINTS
     }
+    plan.checkpoints = checkpoints
     present: set[TopicPartition] = set()
     for name in disk.list_dir(path):
         child = join(path, name)
@@ -179,6 +180,16 @@ def _plan_partition(
     )
     logs: list[tuple[int, str]] = []
     for name in disk.list_dir(path):
+        kind = disk.file_type(join(path, name))
+        if kind in SPECIAL_TYPES:
+            why = f"{name} in {path} is {SPECIAL_TYPES[kind]}; never opened"
+            p.findings.append(Finding("special_file", why))
+            continue
+        if kind == "symlink":
+            p.findings.append(
+                Finding("symlink", f"{name} in {path} is a symbolic link (not followed)")
+            )
+            continue
         f = layout.classify_partition_file(name)
         if f.leftover in _LEFTOVER_KINDS and parsed.kind is not DirKind.DELETE:
             p.findings.append(Finding(_LEFTOVER_KINDS[f.leftover], f"{name} left in {path}"))

@@ -25,7 +25,7 @@ import base64
 from collections.abc import Callable, Mapping
 
 from ..storage.abstract_index import IndexFileError
-from ..storage.disk import Disk, join, parent_of
+from ..storage.disk import SPECIAL_TYPES, Disk, join, parent_of
 from ..storage.layout import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from . import logdir_state
 from .copies import copy_range, copy_ranges, move_file
@@ -155,9 +155,11 @@ def refuse_unwritable(disk: Disk, plan: Plan) -> None:
                         f"{p} is a symbolic link; a repair never writes through one (nothing "
                         "was changed)"
                     )
-            if disk.exists(path) and not disk.is_regular(path):
+            kind = disk.file_type(path, follow=True)
+            if kind not in ("file", "missing"):
+                what = SPECIAL_TYPES.get(kind, "a directory")
                 raise JournalError(
-                    f"{path} is not a regular file (a device, FIFO or socket?); a repair cannot "
+                    f"{path} is not a regular file but {what}; a repair cannot "
                     f"{_VERBS[action.action]} it (nothing was changed)"
                 )
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ..storage import layout
+from ..storage.layout import printable
 from .modes import kafka, point_in_time, salvage
 from .modes.checkpoints import plan_checkpoints
 from .modes.finish import finish_partition
@@ -55,6 +56,9 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
         and layout.RECOVERY_POINT_CHECKPOINT not in ck.malformed
     )
     for p in scan.partitions:
+        if p.left_alone is not None:
+            plan.notes.append(f"{printable(p.rel or p.path)}: left as it is: {p.left_alone}")
+            continue
         first_action = len(plan.actions)
         pp = start_partition(p, plan)
         rp = p.recovery_point if p.recovery_point is not None else 0
@@ -96,6 +100,6 @@ def fixing_modes(scan: LogDirScan) -> dict[int, list[str]]:
         plan = make_plan(scan, mode)
         left = {(f["kind"], f["file"], f["position"], f["offset"]) for f in plan.left}
         for f in scan.all_findings():
-            if (f.kind, f.file, f.position, f.offset) not in left:
+            if (f.kind, printable(f.file), f.position, f.offset) not in left:
                 out[id(f)].append(mode)
     return out

@@ -85,11 +85,6 @@ class Disk(ABC):
     def is_symlink(self, path: str) -> bool: ...
 
     @abstractmethod
-    def is_regular(self, path: str) -> bool:
-        """A regular file (following a symbolic link): not a directory, FIFO, socket or device,
-        which a repair must never open for writing or cut."""
-
-    @abstractmethod
     def list_dir(self, path: str) -> list[str]:
         """Names (not paths) in `path`, sorted."""
 
@@ -139,6 +134,23 @@ class Disk(ABC):
         """`path` absolute, with `.`, `..` and symbolic links resolved: one name per directory,
         whatever path named it."""
 
+    # What a name is, without opening it: a FIFO where a segment should be would block an open
+    # for reading forever, so scans check the type first. Implementations without such objects
+    # (the simulator's) keep these defaults.
+
+    def file_type(self, path: str, *, follow: bool = False) -> str:
+        """`path`'s type: 'file', 'dir', 'symlink' (unless `follow`), 'missing', or one of
+        `SPECIAL_TYPES`."""
+        if not self.exists(path):
+            return "missing"
+        if not follow and self.is_symlink(path):
+            return "symlink"
+        return "dir" if self.is_dir(path) else "file"
+
+    def read_link(self, path: str) -> str:
+        """Where the symbolic link `path` points (as stored, not resolved)."""
+        raise OSError(f"{path}: not a symbolic link")
+
     # Conveniences built on the primitives above, shared by every implementation.
 
     def read_file(self, path: str) -> bytes:
@@ -155,6 +167,15 @@ class Disk(ABC):
             f.fsync()
         self.rename(tmp, path)
         self.fsync_dir(parent_of(path))
+
+
+SPECIAL_TYPES = {
+    "fifo": "a FIFO (named pipe)",
+    "socket": "a unix socket",
+    "char_device": "a character device",
+    "block_device": "a block device",
+}
+"""File-system objects that are neither regular files, directories nor symlinks, described."""
 
 
 class LockHeld(OSError):

@@ -25,9 +25,16 @@ def plan_partition(pp: PartitionPlan) -> int:
         pieces = [Piece(r.start, r.end, r.first_offset, r.last_offset) for r in scan.runs]
         _report_gaps(pp, scan.runs, previous_last)
         new = split_segment(pp, seg, pieces, "salvage: remove the damaged byte ranges")
+        hole = next((f for f in scan.findings if f.kind == "offset_hole"), None)
         for s in new:
-            if not s.scan.runs and previous_last is not None and s.base <= previous_last:
+            if s.scan.runs:
+                continue
+            if previous_last is not None and s.base <= previous_last:
                 pp.delete_segment(s, "an emptied segment whose name overlaps the previous one")
+            elif hole is not None:
+                # its offsets are gone: the gap is reported, the empty segment goes
+                pp.delete_segment(s, f"salvage: {hole.detail}")
+                pp.plan.gaps.append((hole.offset, hole.last_offset))
         if scan.runs:
             previous_last = scan.runs[-1].last_offset
     return 0
