@@ -10,9 +10,10 @@ import stat
 
 import pytest
 
-from logrepair.recovery import journal
+from logrepair.recovery import apply, journal
 from logrepair.recovery.apply import JournalError
 from logrepair.recovery.invariants import tree_digest
+from logrepair.recovery.plan import Action, Plan
 from logrepair.recovery.repair import RepairFailed, repair
 from logrepair.recovery.settings import Settings
 from logrepair.recovery.undo import undo
@@ -68,17 +69,23 @@ def test_undo_says_removed_for_what_the_repair_created(log_dir):
     assert done.lines()[-1].startswith("undone: ")
 
 
-def test_a_symlinked_checkpoint_is_refused_before_anything_changes(log_dir, tmp_path):
+def test_a_symlinked_checkpoint_is_never_written_through(log_dir, tmp_path):
     write_segment(log_dir / "t-0", 0, batches(0, 6))
     outside = tmp_path / "outside-checkpoint"
-    outside.write_text("0\n1\nt 0 99\n")  # past the log end: every mode rewrites it
+    outside.write_text("0\n1\nt 0 99\n")  # past the log end
     (log_dir / layout.REPLICATION_CHECKPOINT).symlink_to(outside)
-    before = tree_digest(DISK, str(log_dir))
-    with pytest.raises(JournalError, match="is a symbolic link; a repair never writes through"):
-        repair(DISK, str(log_dir), "salvage", Settings())
-    assert tree_digest(DISK, str(log_dir)) == before
+    repair(DISK, str(log_dir), "salvage", Settings())  # the plan leaves it, or apply refuses it
     assert outside.read_text() == "0\n1\nt 0 99\n"
-    assert not os.path.exists(str(log_dir) + ".logrepair-quarantine")
+    assert (log_dir / layout.REPLICATION_CHECKPOINT).is_symlink()
+    # and apply itself refuses a plan that would, before its run dir exists
+    plan = Plan("salvage", str(log_dir))
+    plan.actions.append(
+        Action("write_file", layout.REPLICATION_CHECKPOINT, "test", content=b"0\n0\n")
+    )
+    qdir = tmp_path / "q" / "run"
+    with pytest.raises(JournalError, match="is a symbolic link; a repair never writes through"):
+        apply.start(DISK, plan, str(qdir), {})
+    assert not qdir.exists() and outside.read_text() == "0\n1\nt 0 99\n"
 
 
 def _full(image, capacity: int) -> SimDisk:
@@ -128,18 +135,28 @@ def test_a_full_disk_while_applying_is_journaled_and_either_undone_or_finished(t
     assert under(finished.volatile_image()) == under(reference.volatile_image())
 
 
-def test_a_device_as_a_segment_is_refused_before_anything_changes(log_dir):
+def test_a_device_as_a_segment_is_never_cut_nor_makes_a_repair_fail_half_way(log_dir, tmp_path):
     pdir = log_dir / "t-0"
     write_segment(pdir, 0, batches(0, 6))
     flip_byte(segment_files(pdir)[0], 400)
+    device = pdir / layout.log_file_name(6)
     try:
-        os.mknod(pdir / layout.log_file_name(6), stat.S_IFCHR | 0o600, os.makedev(1, 3))
+        os.mknod(device, stat.S_IFCHR | 0o600, os.makedev(1, 3))
     except PermissionError:
         pytest.skip("creating a device needs root")
     before = tree_digest(DISK, str(log_dir))
-    with pytest.raises(JournalError, match=r"00000000000000000006\.log is not a regular file"):
-        repair(DISK, str(log_dir), "salvage", Settings())
-    assert tree_digest(DISK, str(log_dir)) == before
+    try:
+        repair(DISK, str(log_dir), "salvage", Settings())  # left as it is, or refused
+    except JournalError as e:
+        assert "nothing was changed" in str(e)
+        assert tree_digest(DISK, str(log_dir)) == before
+    assert stat.S_ISCHR(device.lstat().st_mode)
+    plan = Plan("salvage", str(log_dir))
+    plan.actions.append(Action("truncate", f"t-0/{device.name}", "test", size=0))
+    qdir = tmp_path / "q" / "run"
+    with pytest.raises(JournalError, match=r"is not a regular file but a character device"):
+        apply.start(DISK, plan, str(qdir), {})
+    assert not qdir.exists()
 
 
 @pytest.mark.parametrize("kind", IoFault.KINDS)
