@@ -17,7 +17,7 @@ import pytest
 
 from logrepair.format.batch import RecordBatch
 from logrepair.recovery.invariants import tree_digest
-from logrepair.recovery.journal import ABANDONED, APPLYING, UNDONE, Journal, runs
+from logrepair.recovery.journal import ABANDONED, APPLYING, UNDONE, Journal, runs_under
 from logrepair.storage import layout
 from logrepair.storage.layout import TopicPartition
 from logrepair.storage.log import ProducerRecord
@@ -132,7 +132,7 @@ def records_of(d: Path) -> list[bytes]:
 
 
 def the_run(d: Path) -> Journal:
-    [run] = runs(DISK, str(d) + ".logrepair-quarantine")
+    [run] = runs_under(DISK, str(d) + ".logrepair-quarantine")
     return run
 
 
@@ -304,7 +304,7 @@ def test_undo_of_a_quarantine_root_undoes_its_one_run_or_asks_for_latest(log_dir
         f.write(os.urandom(100))  # more damage: a second run
     first = tree_digest(DISK, str(log_dir))
     assert cli("repair", str(log_dir), "--mode", "kafka", "--quarantine", str(root)).returncode == 1
-    [older, newer] = runs(DISK, str(root))
+    [older, newer] = runs_under(DISK, str(root))
     proc = cli("undo", str(root))
     one_line_error(proc)
     assert f"holds 2 runs to undo: {older.run_id} (done); {newer.run_id} (done)" in proc.stderr

@@ -13,7 +13,16 @@ from __future__ import annotations
 import argparse
 
 from ..cli import InputError
-from ..recovery.journal import APPLYING, DONE, MANIFEST, SAVING, UNDOING, UNDONE, Journal, runs
+from ..recovery.journal import (
+    APPLYING,
+    DONE,
+    MANIFEST,
+    SAVING,
+    UNDOING,
+    UNDONE,
+    Journal,
+    runs_under,
+)
 from ..recovery.undo import undo
 from ..storage.disk import join
 from ..storage.osdisk import OsDisk
@@ -62,7 +71,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _pick_run(disk: OsDisk, root: str, latest: bool) -> str:
     """The run to undo under a quarantine root: its only one left to undo, or the newest."""
-    found = runs(disk, root)
+    found = runs_under(disk, root)
     if not found:
         raise InputError(f"logrepair: {root} holds no logrepair run (no {MANIFEST} in it or below)")
     open_runs = [j for j in found if j.state in UNDOABLE]

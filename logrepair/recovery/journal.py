@@ -190,7 +190,7 @@ def make_dirs_durable(disk: Disk, path: str) -> None:
         disk.fsync_dir(parent_of(created))
 
 
-def runs(disk: Disk, quarantine_root: str) -> list[Journal]:
+def runs_under(disk: Disk, quarantine_root: str) -> list[Journal]:
     """Every run under `quarantine_root` with a readable manifest, oldest first (by name: a run
     dir's name starts with its UTC start time)."""
     if not disk.is_dir(quarantine_root):
@@ -254,7 +254,7 @@ def pending(
     any of `quarantine_roots` or named by the `marker` file, oldest first."""
     found: dict[str, Journal] = {}
     for root in quarantine_roots:
-        for journal in runs(disk, root):
+        for journal in runs_under(disk, root):
             if journal.state in UNFINISHED and overlaps(journal.target, target):
                 found[journal.qdir] = journal
     # the marker is in this very log dir: its runs are on it, whatever path they named it by

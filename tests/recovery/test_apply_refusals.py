@@ -104,7 +104,7 @@ def test_a_full_disk_while_saving_leaves_the_log_dir_untouched(tmp_path):
     assert f"the quarantine under {QUARANTINE} needs up to" in line
     assert "\n" not in line
     assert under(disk.volatile_image()) == under(image)
-    assert journal.runs(disk, QUARANTINE) == []  # the partial run is gone
+    assert journal.runs_under(disk, QUARANTINE) == []  # the partial run is gone
 
 
 def test_a_full_disk_while_applying_is_journaled_and_either_undone_or_finished(tmp_path):
@@ -124,7 +124,7 @@ def test_a_full_disk_while_applying_is_journaled_and_either_undone_or_finished(t
     else:
         pytest.fail(f"no capacity made the apply step fail: {failure}")
     assert "re-run the same command to finish it, or `logrepair undo" in failure
-    [run] = journal.runs(disk, QUARANTINE)
+    [run] = journal.runs_under(disk, QUARANTINE)
     assert run.state == journal.APPLYING
     rolled = SimDisk.from_image(disk.volatile_image())
     undo(rolled, run.qdir)
@@ -186,7 +186,7 @@ def test_every_io_error_leaves_a_state_its_line_names_and_never_neither(tmp_path
         repair(finished, ROOT, "salvage", Settings())
         assert under(finished.volatile_image()) == under(reference.volatile_image()), line
         rolled = SimDisk.from_image(disk.volatile_image())
-        for run in journal.runs(rolled, QUARANTINE):
+        for run in journal.runs_under(rolled, QUARANTINE):
             undo(rolled, run.qdir)
         assert under(rolled.volatile_image()) == under(image), line
     assert said, f"no {kind} fault hit the run"
@@ -201,7 +201,7 @@ def test_an_interrupted_run_whose_quarantine_was_removed_is_said_not_silently_dr
     reference, _ = run_until(image, run, None)
     crashed, _ = run_until(image, run, len(reference.trace) // 2)
     disk = SimDisk.from_image(crashed.volatile_image())
-    [interrupted] = journal.runs(disk, QUARANTINE)
+    [interrupted] = journal.runs_under(disk, QUARANTINE)
     assert interrupted.state == journal.APPLYING
     for name in disk.list_dir(interrupted.qdir):  # removed by hand
         if not disk.is_dir(f"{interrupted.qdir}/{name}"):

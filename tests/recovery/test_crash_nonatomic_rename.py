@@ -50,6 +50,6 @@ def test_a_power_loss_at_any_operation_loses_no_quarantined_file(log_dir, mode):
         where = f"{mode}: power loss after operation {stop} of {total}"
         assert under(after.volatile_image()) == expected, where
         # and the run that finished can still be undone to the bytes before the repair
-        for run in reversed(journal.runs(after, QUARANTINE)):
+        for run in reversed(journal.runs_under(after, QUARANTINE)):
             undo(after, run.qdir)
         assert under(after.volatile_image()) == under(image), where

@@ -108,6 +108,6 @@ def test_a_crash_at_any_operation_never_changes_the_hard_linked_snapshot(tmp_pat
         run(disk)
         assert disk.read_file(linked) == image.files[linked], where
         assert under(disk.volatile_image()) == expected, where
-        for done in reversed(journal.runs(disk, QUARANTINE)):
+        for done in reversed(journal.runs_under(disk, QUARANTINE)):
             undo(disk, done.qdir)
         assert under(disk.volatile_image()) == under(image), where

@@ -128,7 +128,7 @@ def test_a_repair_interrupted_at_any_operation_is_rolled_back_by_undo(tmp_path, 
     reference, _ = run_until(image, run, None)
     states = set()
     for where, disk in every_crash(image, run, len(reference.trace)):
-        for found in journal.runs(disk, QUARANTINE):
+        for found in journal.runs_under(disk, QUARANTINE):
             states.add(found.state)
             undo(disk, found.qdir)
         assert under(disk.volatile_image()) == under(image), f"{mode}: {where}"
@@ -144,7 +144,7 @@ def test_a_crash_at_any_operation_of_a_roll_back_is_finished_by_the_next_undo(tm
     reference, _ = run_until(image, run, None)
     crashed, _ = run_until(image, run, len(reference.trace) * 3 // 4)
     interrupted = after_crash(crashed)[1].volatile_image()
-    [qdir] = [j.qdir for j in journal.runs(SimDisk.from_image(interrupted), QUARANTINE)]
+    [qdir] = [j.qdir for j in journal.runs_under(SimDisk.from_image(interrupted), QUARANTINE)]
     assert journal.Journal.load(SimDisk.from_image(interrupted), qdir).state == journal.APPLYING
 
     def roll_back(disk):
