@@ -13,16 +13,15 @@ back, and where space is needed.
 
 from __future__ import annotations
 
-import errno
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..storage import layout
-from ..storage.disk import Disk, LockHeld
+from ..storage.disk import Disk
 from ..storage.logdir import DirLock
 from . import apply, indexes
+from .failures import RepairFailed, io_errors
 from .interrupted import ABANDON, FINISH, REPLAN, Settled, check_interrupted, settle
 from .journal import (
     DISCARDED,
@@ -49,13 +48,6 @@ from .scan import LogDirScan, Progress, classify, scan_path
 from .settings import Settings
 
 __all__ = ["RepairRefused", "RepairFailed", "RepairResult", "repair", "rebuild_indexes"]
-
-
-class RepairFailed(OSError):
-    """An I/O error stopped the run; the message says what state the log dir is in."""
-
-    def __str__(self) -> str:
-        return self.strerror
 
 
 @dataclass(slots=True)
@@ -180,14 +172,14 @@ def _run(
             raise RepairRefused(
                 f"quarantine {root} is inside {protected}; Kafka would take it for a partition"
             )
-    with _io_errors("taking the lock", "nothing was changed"):
+    with io_errors("taking the lock", "nothing was changed"):
         lock = lock_run(disk, path, is_log_dir)
     try:
         marker = pending_marker(disk, path, is_log_dir)
-        with _io_errors("reading the journals of earlier runs", "nothing was changed"):
+        with io_errors("reading the journals of earlier runs", "nothing was changed"):
             unfinished = pending(disk, roots, path, marker)
         settled, notes = _settle(disk, roots, marker, unfinished, interrupted, lock, dry_run)
-        with _io_errors(
+        with io_errors(
             "scanning",
             "nothing was changed" if not settled else "nothing but the interrupted runs settled",
         ):
@@ -199,15 +191,14 @@ def _run(
             return result
         journal = _start(disk, plan, scan, root, name, validated, lock.created, marker)
         result.warnings = list(journal.data["warnings"])
-        with _io_errors(
+        with io_errors(
             "applying",
             lambda: (
                 f"the run is journaled in {journal.qdir} with "
                 f"{journal.data['applied']} of {len(plan.actions)} actions applied: re-run the "
                 f"same command to finish it, or `logrepair undo {journal.qdir}` to roll it back"
             ),
-            plan=plan,
-            quarantine=root,
+            on_full=lambda: space_needed(plan, root),
         ):
             apply.run(journal, indexes.rebuild)
         result.applied = True
@@ -236,7 +227,7 @@ def _settle(
             return [], [str(e)]
         return [], [_dry_run_note(journal, how) for journal in unfinished]
     check_interrupted(unfinished, how)
-    with _io_errors(
+    with io_errors(
         "settling the interrupted runs",
         "they stay journaled: re-run the same command once the error is fixed",
     ):
@@ -280,9 +271,11 @@ def _start(
     }
     apply.refuse_unwritable(disk, plan)
     untouched = "the log dir is untouched (nothing was applied)"
-    with _io_errors("creating the quarantine", untouched, plan=plan, quarantine=root):
+    with io_errors("creating the quarantine", untouched, on_full=lambda: space_needed(plan, root)):
         qdir = _new_run_dir(disk, root, name)
-    with _io_errors("saving what the plan removes", untouched, plan=plan, quarantine=root):
+    with io_errors(
+        "saving what the plan removes", untouched, on_full=lambda: space_needed(plan, root)
+    ):
         try:
             return apply.start(
                 disk,
@@ -310,27 +303,6 @@ def _drop_partial(disk: Disk, qdir: str, root: str, marker: str) -> None:
         remove_discarded(disk, root)
     except OSError:
         pass
-
-
-@contextmanager
-def _io_errors(
-    doing: str, state: str | Callable[[], str], *, plan: Plan | None = None, quarantine: str = ""
-) -> Iterator[None]:
-    """Turns an OSError in one step of the run into RepairFailed, whose one line says what the
-    run was doing, the state it leaves (`state`, or a function giving it at the time), and, when
-    the disk is full, what needs space where."""
-    try:
-        yield
-    except (RepairFailed, LockHeld):
-        raise
-    except OSError as exc:
-        where = f" ({exc.filename})" if exc.filename else ""
-        line = (
-            f"{exc.strerror or exc}{where} while {doing}: {state() if callable(state) else state}"
-        )
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT) and plan is not None:
-            line += f"; {space_needed(plan, quarantine)}"
-        raise RepairFailed(exc.errno or errno.EIO, line) from None
 
 
 def space_needed(plan: Plan, quarantine: str) -> str:

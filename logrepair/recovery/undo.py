@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from ..storage.disk import Disk, parent_of
 from . import logdir_state
 from .copies import copy_range, file_state, move_file, write_sparse
+from .failures import io_errors
 from .journal import (
     ABANDONED,
     APPLYING,
@@ -118,14 +119,27 @@ def undo(disk: Disk, qdir: str) -> UndoResult:
         )
     if not disk.is_dir(journal.target):
         raise UndoRefused(f"{journal.target}: the repaired directory is gone")
-    lock = _lock(disk, journal.target)
+    with io_errors("taking the lock", "nothing was changed"):
+        lock = _lock(disk, journal.target)
     # a run that died holding a `.lock` it had created left it: its roll-back removes it
     lock.created = lock.created or bool(journal.data.get("lock_created"))
     try:
-        _undo(journal, result)
+        with io_errors("undoing", lambda: _state_after_error(journal)):
+            _undo(journal, result)
     finally:
         lock.release()
     return result
+
+
+def _state_after_error(journal: Journal) -> str:
+    if journal.state != UNDOING:
+        return "nothing was changed"
+    steps = journal.data.get("rolled_back", len(journal.data["actions"]))
+    return (
+        f"the undo is journaled in {journal.qdir} with {journal.data.get('undo_progress', 0)} of "
+        f"{steps} steps done: run `logrepair undo {journal.qdir}` again to finish it (a repair "
+        "refuses to run until then)"
+    )
 
 
 def check_rollback(journal: Journal) -> None:

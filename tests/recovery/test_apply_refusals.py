@@ -209,3 +209,25 @@ def test_an_interrupted_run_whose_quarantine_was_removed_is_said_not_silently_dr
     result = run(disk)
     assert any(f"journaled in {interrupted.qdir}, which is gone" in n for n in result.plan.notes)
     assert not disk.exists(f"{ROOT}/{journal.PENDING_MARKER}")
+
+
+@pytest.mark.parametrize("kind", ["eio_write", "eio_fsync"])
+def test_an_io_error_during_undo_says_how_to_finish_it(tmp_path, kind):
+    image = damaged_log_dir(tmp_path)
+    repaired = SimDisk.from_image(image)
+    qdir = repair(repaired, ROOT, "salvage", Settings()).quarantine
+    for nth in range(0, 30, 3):
+        disk = SimDisk.from_image(repaired.volatile_image(), io_faults=[IoFault(kind, nth, "/")])
+        try:
+            undo(disk, qdir)
+            continue
+        except RepairFailed as e:
+            line = str(e)
+        if "nothing was changed" in line:
+            continue
+        assert f"run `logrepair undo {qdir}` again to finish it" in line, line
+        again = SimDisk.from_image(disk.volatile_image())
+        undo(again, qdir)
+        assert under(again.volatile_image()) == under(image), line
+        return
+    pytest.fail(f"no {kind} fault stopped the undo half way")
