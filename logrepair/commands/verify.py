@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import argparse
 
-from ..recovery.planner import fixing_modes
+from ..recovery import notation
+from ..recovery.mode_costs import fix_hints
 from ..recovery.scan import LogDirScan, scan_path
 from ..storage.layout import printable
 from ..storage.osdisk import OsDisk
@@ -37,8 +38,8 @@ def _options(p: argparse.ArgumentParser) -> None:
         "--follow-symlinks",
         action="store_true",
         help="read a symlink to a regular file where a segment, index or checkpoint should be as "
-        "that file; without it a partition holding a symlink is reported and not read further "
-        "(repair always leaves such a partition as it is)",
+        "that file; without it the link is reported and not read (repair never reads or writes "
+        "through a link and leaves a partition holding one as it is)",
     )
 
 
@@ -69,23 +70,21 @@ def render(result: LogDirScan) -> str:
         if p.left_alone is not None:
             lines.append(f"      every repair leaves it as it is: {printable(p.left_alone)}")
     findings = result.all_findings()
-    fixers = fixing_modes(result)
     if not findings:
         lines.append("clean: no defects")
         return "\n".join(lines)
+    hints = fix_hints(result)
     damage = sum(f.severity == "damage" for f in findings)
     lines.append("")
     lines.append(f"{damage} damage, {len(findings) - damage} notice(s):")
     for f in findings:
         where = printable(f.file) or "."
         if f.position is not None:
-            where += f" @{f.position}"
-            if f.length:
-                where += f"+{f.length}"
+            where += f" {notation.at(f.position, f.length)}"
         if f.offset is not None:
-            offsets = f.offset if f.last_offset is None else f"{f.offset}..{f.last_offset}"
-            where += f" (offset {offsets})"
-        modes = ", ".join(fixers[id(f)]) or "reported only"
+            last = f.offset if f.last_offset is None else f.last_offset
+            where += f" (offset {notation.offsets(f.offset, last)})"
+        modes = hints[id(f)]
         lines.append(f"  {f.kind:<30} {where}" + ("  [notice]" if f.severity == "notice" else ""))
         if f.detail:
             lines.append(f"      {printable(f.detail)}")

@@ -17,7 +17,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..storage import layout
 from ..storage.disk import Disk
 from ..storage.logdir import DirLock
 from . import apply, indexes
@@ -66,9 +65,9 @@ class RepairResult:
 
     @property
     def lost_data(self) -> bool:
-        return any(s.lost_data for s in self.settled) or any(
-            a.removed_bytes and a.file.endswith(layout.LOG_SUFFIX) for a in self.plan.actions
-        )
+        """Records removed or acknowledged offsets lost, by this run's plan or by the interrupted
+        runs it finished (removing only zero padding is not)."""
+        return bool(self.plan.lost) or any(s.lost_data for s in self.settled)
 
     def to_json(self) -> dict:
         return {
@@ -80,6 +79,7 @@ class RepairResult:
             "removed_bytes": self.plan.removed_bytes,
             "removed_offsets": [list(r) for r in self.plan.removed_offsets],
             "gaps": [list(g) for g in self.plan.gaps],
+            "partitions": [p.to_json() for p in self.plan.partitions],
             "quarantine": self.quarantine,
             "left": self.plan.left,
             "notes": self.plan.notes,
@@ -267,6 +267,7 @@ def _start(
         "removed_bytes": plan.removed_bytes,
         "removed_offsets": [list(r) for r in plan.removed_offsets],
         "gaps": [list(g) for g in plan.gaps],
+        "partitions": [p.to_json() for p in plan.partitions],
         "notes": plan.notes,
     }
     apply.refuse_unwritable(disk, plan)

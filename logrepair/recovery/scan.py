@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from ..storage import layout
 from ..storage.disk import SPECIAL_TYPES, Disk, join
 from ..storage.layout import FileKind, TopicPartition, printable
+from ..storage.logdir import is_log_dir as is_kafka_log_dir
 from .findings import Finding
 from .segment_scan import SegmentScan, scan_segment
 from .settings import Settings
@@ -188,11 +189,17 @@ def classify(disk: Disk, path: str) -> bool:
     ]
     if is_partition_name and not subdirs:
         return False
-    if subdirs:
+    if is_kafka_log_dir(disk, path):
         return True
+    inside = [join(path, n) for n in subdirs if is_kafka_log_dir(disk, join(path, n))]
+    hint = (
+        f"it holds the log dir {inside[0]}: give that"
+        if inside
+        else "give a log.dirs entry of the broker or one of its partition dirs"
+    )
     raise NotALogDir(
-        f"{path}: neither a Kafka log dir (no checkpoint files or partition dirs) nor a "
-        "partition dir (no segments)"
+        f"{path}: not a Kafka log dir (no partition dir with segments, no checkpoint file or "
+        f"meta.properties) nor a partition dir (no segment files); {hint}"
     )
 
 

@@ -339,6 +339,14 @@ def topic_name_problem(topic: str) -> str | None:
     return None
 
 
+def is_legal(tp: TopicPartition) -> bool:
+    """A topic-partition Kafka could have created: a legal topic name and a partition >= 0.
+
+    A partition dir named otherwise (a space or a newline in it, copied in by hand) is a stray:
+    written into a checkpoint it would make the file unreadable for every partition."""
+    return topic_name_problem(tp.topic) is None and tp.partition >= 0
+
+
 def log_dir_name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
 
