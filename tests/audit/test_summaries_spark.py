@@ -204,5 +204,8 @@ def test_cli_fleet_audit_from_summaries(fleet, tmp_path):
         "--json",
     )
     assert proc.returncode == 1, proc.stderr[-2000:]
-    assert json.loads(proc.stdout) == audit_paths(log_dirs).to_json()
+    out = json.loads(proc.stdout)
+    # the CLI adds whether a live process holds each log dir's `.lock` (none here)
+    assert not any(d.pop("locked_by_other_process") for d in out["log_dirs"])
+    assert out == audit_paths(log_dirs).to_json()
     assert "replica_diverged" in (tmp_path / "fleet.html").read_text()
