@@ -37,7 +37,7 @@ from .summary_tables import (
     segment_rows,
     segment_summaries,
 )
-from .summary_writer import read_manifests
+from .summary_writer import read_manifests, split_source
 
 _RESULT_SCHEMA = "kind string, value binary"
 _NOT_SHIPPED = {"mtime_ns", "ctime_ns", "inode", *DETAIL_COLUMNS}
@@ -139,8 +139,9 @@ def _read(spark, roots: list[str], table: str):
     from pyspark.errors import AnalysisException
 
     frames = []
-    for root in roots:
-        pattern = f"{root.rstrip('/')}/cluster=*/broker=*/{table}.parquet"
+    for source in roots:
+        root, clusters = split_source(source)
+        pattern = f"{root}/{clusters}/broker=*/{table}.parquet"
         try:
             frames.append(spark.read.option("basePath", root).parquet(pattern))
         except AnalysisException:

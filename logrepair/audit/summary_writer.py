@@ -122,7 +122,10 @@ def read_manifests(sources: list[str]) -> list[dict]:
     for source in sources:
         fs, root = open_location(source)
         found = 0
-        for cluster_dir in _subdirs(fs, root, "cluster="):
+        clusters = _subdirs(fs, root, "cluster=")
+        if root.rstrip("/").rsplit("/", 1)[-1].startswith("cluster="):
+            clusters = [root.rstrip("/")]  # one cluster's folder
+        for cluster_dir in clusters:
             for broker_dir_ in _subdirs(fs, cluster_dir, "broker="):
                 try:
                     manifest = pq.read_table(f"{broker_dir_}/broker.parquet", filesystem=fs)
@@ -142,6 +145,15 @@ def read_manifests(sources: list[str]) -> list[dict]:
             )
     _check_manifests(rows)
     return rows
+
+
+def split_source(source: str) -> tuple[str, str]:
+    """(the dataset's root, the `cluster=` folder name or `cluster=*`) of a SRC, which is a DEST
+    of `--summaries-out` or one cluster's folder in it."""
+    root, _, last = source.rstrip("/").rpartition("/")
+    if last.startswith("cluster=") and root:
+        return root, last
+    return source.rstrip("/"), "cluster=*"
 
 
 def _subdirs(fs: pafs.FileSystem, path: str, prefix: str) -> list[str]:
