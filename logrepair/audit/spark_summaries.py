@@ -30,6 +30,7 @@ from .errors import SummaryError
 from .fleet import build_report, latest_commits
 from .model import AuditReport, BatchDigests
 from .spark import BINS_PER_CORE, replica_rows, spark_schema, write_tables
+from .summary_store import read_manifests, split_source
 from .summary_tables import (
     DETAIL_COLUMNS,
     log_dir_plan,
@@ -37,7 +38,6 @@ from .summary_tables import (
     segment_rows,
     segment_summaries,
 )
-from .summary_writer import read_manifests, split_source
 
 _RESULT_SCHEMA = "kind string, value binary"
 _NOT_SHIPPED = {"mtime_ns", "ctime_ns", "inode", *DETAIL_COLUMNS}
