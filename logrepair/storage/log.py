@@ -1032,6 +1032,13 @@ class Log:
                 for segment in (*self._list.segments, *self._retired):
                     segment.close_handlers()
 
+    def abandon(self) -> None:
+        """Closes the files without flushing anything (a killed process); the log is unusable."""
+        with self._lock:
+            self._closed = True
+            for segment in (*self._list.segments, *self._retired):
+                segment.close_handlers()
+
     def __enter__(self) -> Log:
         return self
 
