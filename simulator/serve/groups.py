@@ -10,7 +10,6 @@ member gets UNKNOWN_MEMBER_ID and rejoins, as after a coordinator failover.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -44,6 +43,8 @@ class Group:
     leader: str | None = None
     members: dict[str, Member] = field(default_factory=dict)
     rebalance: asyncio.TimerHandle | None = None
+    pending: set[str] = field(default_factory=set)
+    """Member ids handed out with MEMBER_ID_REQUIRED, not joined yet."""
     initial_delay: bool = False
     """The first rebalance of an empty group waits the initial delay for more members."""
 
@@ -51,7 +52,6 @@ class Group:
 class GroupMembership:
     def __init__(self) -> None:
         self.groups: dict[str, Group] = {}
-        self._ids = itertools.count(1)
 
     def group(self, group_id: str) -> Group:
         g = self.groups.get(group_id)
@@ -78,12 +78,14 @@ class GroupMembership:
         protocols = [(p["name"], p["metadata"]) for p in req["protocols"]]
         if g.protocol_type is not None and g.members and req["protocol_type"] != g.protocol_type:
             return _join_error(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
-        if member_id and member_id not in g.members:
+        if member_id and member_id not in g.members and member_id not in g.pending:
             return _join_error(ErrorCode.UNKNOWN_MEMBER_ID, member_id)
         if not member_id:
-            member_id = f"{client_id or 'member'}-{uuid.UUID(int=next(self._ids)).hex}"
+            member_id = f"{client_id or 'member'}-{uuid.uuid4()}"
             if version >= 4:  # KIP-394: the id first, then the real join
+                g.pending.add(member_id)
                 return _join_error(ErrorCode.MEMBER_ID_REQUIRED, member_id)
+        g.pending.discard(member_id)
         rebalance_timeout = req.get("rebalance_timeout_ms", -1)
         if rebalance_timeout < 0:
             rebalance_timeout = req["session_timeout_ms"]

@@ -9,7 +9,6 @@ records' bytes are kept as the producer wrote them.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
 
 from logrepair.format.batch import (
     ATTRIBUTES_OFFSET,
@@ -19,7 +18,6 @@ from logrepair.format.batch import (
 )
 from logrepair.format.crc import crc32c
 from logrepair.format.errors import FormatError
-from logrepair.format.walker import Walker
 from logrepair.protocol.errors import ErrorCode
 
 _INT64 = struct.Struct(">q")
@@ -39,36 +37,25 @@ class InvalidBatch(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class ProducedBatch:
-    """A validated batch, not yet placed: what the producer state checks look at."""
-
-    batch: RecordBatch
-
-    @property
-    def producer_id(self) -> int:
-        return self.batch.producer_id
-
-
 def validate(data: bytes | memoryview, max_message_bytes: int) -> RecordBatch:
     """The one v2 batch of a produce request's partition data, checked as Kafka's leader does."""
-    batches = []
-    for item in Walker(bytes(data), file_size=len(data)):
-        if not isinstance(item, RecordBatch):
-            if getattr(item, "kind", "") == "bad_magic":
-                raise InvalidBatch(
-                    ErrorCode.UNSUPPORTED_VERSION if False else ErrorCode.CORRUPT_MESSAGE,
-                    f"only magic 2 batches are accepted: {item.detail}",
-                )
-            raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, f"{item.kind}: {item.detail}")
-        batches.append(item)
-    if len(batches) != 1:
+    data = bytes(data)
+    try:
+        batch = RecordBatch.parse(data)
+    except FormatError as e:
+        if e.kind == "bad_magic":  # ProduceRequest.validateRecords: v3+ carries magic 2 only
+            raise InvalidBatch(
+                ErrorCode.INVALID_RECORD,
+                f"Produce requests with version 3 or later must use "
+                f"magic 2 record batches: {e.detail}",
+            ) from None
+        raise InvalidBatch(ErrorCode.CORRUPT_MESSAGE, f"{e.kind}: {e.detail}") from None
+    if batch.size != len(data):
         raise InvalidBatch(
             ErrorCode.INVALID_RECORD,
             "Produce requests with version 3 or later must contain exactly one record batch "
-            f"(got {len(batches)})",
+            f"(found {len(data) - batch.size} bytes after the first)",
         )
-    batch = batches[0]
     if batch.size > max_message_bytes:
         raise InvalidBatch(
             ErrorCode.MESSAGE_TOO_LARGE,

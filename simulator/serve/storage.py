@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 
 from logrepair.recovery.repair import repair as run_repair
 from logrepair.recovery.settings import Settings
-from logrepair.storage.disk import Disk
+from logrepair.storage.disk import Disk, parent_of
 from logrepair.storage.layout import TopicPartition
 from logrepair.storage.log import Log
 from logrepair.storage.log_config import LogConfig
@@ -83,6 +83,10 @@ class BrokerStorage:
         return self.options.topic_configs.get(tp.topic, self.options.config)
 
     def _open(self) -> LogDir:
+        disk, path = self.disk, self.options.log_dir
+        if not disk.exists(path):  # Kafka's createAndValidateLogDirs: created, parent flushed
+            disk.make_dirs(path)
+            disk.fsync_dir(parent_of(path))
         return LogDir.open(self.disk, self.options.log_dir, self.config_for, create=True)
 
     @property
