@@ -256,6 +256,11 @@ class Log:
         hw = lso if high_watermark is None else min(max(high_watermark, lso), leo)
         epoch_entries = read_epoch_checkpoint(disk, dir)
         producer_state, snapshot_offset = load_producer_state(disk, dir, snapshots, lso, leo)
+        if snapshot_offset < 0 and recovery_point is not None:
+            # An unclean start without a snapshot: Kafka's rebuildProducerState replays the log
+            # from its start (only a clean shutdown may skip that), or open transactions and
+            # producer sequences would be forgotten.
+            producer_state = ProducerState(lso)
         self = cls(
             disk,
             dir,

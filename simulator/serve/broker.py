@@ -73,7 +73,14 @@ class Broker:
             18: self.api_versions,
             **self.coordinator.handlers(),
         }
+        self.become_leader()
         self.coordinator.load()
+
+    def become_leader(self) -> None:
+        """At start and after each reboot the broker is elected leader of every partition; with
+        itself the only in-sync replica, the high watermark moves to the log end at once."""
+        for lg in self.storage.logs.values():
+            lg.update_high_watermark(lg.log_end_offset)
 
     # --- topics ---------------------------------------------------------------------------------
 
@@ -353,6 +360,7 @@ class Broker:
         """A power cut now, the reboot, and the ledger's account of what survived."""
         report: CutReport = self.storage.cut_and_reboot(fault)
         self.leader_epoch += 1
+        self.become_leader()
         self.sequences.clear()
         self.coordinator.after_reboot()
         line = self.ledger.after_reboot(

@@ -130,8 +130,10 @@ class BrokerStorage:
 
     def _crash_state(self, fault: str) -> CrashState:
         assert isinstance(self.disk, SimDisk)
-        point = len(self.disk.trace)
-        states = list(crash_states(self.disk, point, [fault], self.rng.randrange(2**31)))
+        point, seed = len(self.disk.trace), self.rng.randrange(2**31)
+        states = list(crash_states(self.disk, point, [fault], seed))
+        if not states:  # nothing for the fault to act on (e.g. no unsynced write to tear)
+            return CrashState(point, fault, 0, seed, self.disk.durable_image())
         return states[self.rng.randrange(len(states))]
 
     def cut_and_reboot(self, fault: str) -> CutReport:
@@ -176,7 +178,7 @@ class BrokerStorage:
         self.log_dir = self._open()
         report.log_ends_after = {tp: lg.log_end_offset for tp, lg in self.logs.items()}
         report.reboot_seconds = time.monotonic() - started
-        log.warning(
+        log.info(
             "power cut #%d (%s) at disk op %d; repaired (%s) and reopened in %.3f s",
             report.number, fault, report.at_op, report.mode, report.reboot_seconds,
         )  # fmt: skip
