@@ -188,9 +188,15 @@ class Server:
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
             method, target, _ = head.split(b"\r\n", 1)[0].decode("latin-1").split(" ", 2)
-            status, body = self._admin_request(method, target)
         except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, TimeoutError, ValueError):
-            status, body = 400, {"error": "expected an HTTP request"}
+            method = target = None
+        try:
+            if method is None or target is None:
+                status, body = 400, {"error": "expected an HTTP request"}
+            else:
+                status, body = self._admin_request(method, target)
+        except ValueError as e:  # an unknown fault, a fault the disk cannot model
+            status, body = 400, {"error": str(e)}
         except Exception as e:  # a cut that failed: say so, keep serving what is left
             log.exception("admin request failed")
             status, body = 500, {"error": f"{type(e).__name__}: {e}"}
