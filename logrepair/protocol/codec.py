@@ -15,28 +15,71 @@ from .fields import Field
 from .primitives import Reader, Writer
 from .schema import API_VERSIONS_KEY, APIS, Api
 
+# --- plans: the fields present at a version, their defaults and nullability, computed once -----
+
+
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    field: Field
+    name: str
+    default: object
+    nullable: bool
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    fields: Sequence[Field]  # held so that the id() key stays this object's
+    regular: tuple[_Slot, ...]
+    tagged: dict[int, _Slot]
+
+
+_PLANS: dict[tuple[int, int, bool], _Plan] = {}
+
+
+def _plan(fields: Sequence[Field], version: int, flexible: bool) -> _Plan:
+    key = (id(fields), version, flexible)
+    plan = _PLANS.get(key)
+    if plan is None or plan.fields is not fields:
+        regular, tagged = [], {}
+        for f in fields:
+            if not f.present(version):
+                continue
+            slot = _Slot(f, f.name, f.default_value(version), f.nullable(version))
+            if f.tag is not None and flexible:
+                tagged[f.tag] = slot
+            else:
+                regular.append(slot)
+        plan = _PLANS[key] = _Plan(fields, tuple(regular), tagged)
+    return plan
+
+
+def _fresh(default):
+    """A default that is a list or dict is copied: decoded values are the caller's to change."""
+    return type(default)() if isinstance(default, list | dict) else default
+
+
 # --- decoding --------------------------------------------------------------------------------
 
 
-def _read_value(r: Reader, fld: Field, version: int, flexible: bool):
+def _read_value(r: Reader, fld: Field, nullable: bool, version: int, flexible: bool):
     kind = fld.type
     if kind == "[]" or kind.startswith("["):
         n = r.length(flexible, wide=True)
         if n < 0:
-            if not fld.nullable(version):
+            if not nullable:
                 raise ProtocolError(f"null array {fld.name} at byte {r.pos} in version {version}")
             return None
         if n > r.remaining:  # every element takes at least one byte
             raise ProtocolError(f"array {fld.name} claims {n} elements at byte {r.pos}")
         if kind == "[]":
             return [read_struct(r, fld.fields, version, flexible) for _ in range(n)]
-        return [_read_primitive(r, kind[1:-1], fld, version, flexible) for _ in range(n)]
+        return [_read_primitive(r, kind[1:-1], fld, False, version, flexible) for _ in range(n)]
     if kind == "{}":
         return read_struct(r, fld.fields, version, flexible)
-    return _read_primitive(r, kind, fld, version, flexible)
+    return _read_primitive(r, kind, fld, nullable, version, flexible)
 
 
-def _read_primitive(r: Reader, kind: str, fld: Field, version: int, flexible: bool):
+def _read_primitive(r: Reader, kind: str, fld: Field, nullable: bool, version: int, flexible: bool):
     if kind == "string":
         value = r.string(flexible)
     elif kind in ("bytes", "records"):
@@ -47,39 +90,38 @@ def _read_primitive(r: Reader, kind: str, fld: Field, version: int, flexible: bo
         return r.uuid()
     else:
         return r.fixed(kind)
-    if value is None and not fld.nullable(version):
+    if value is None and not nullable:
         raise ProtocolError(f"null {fld.name} at byte {r.pos} in version {version}")
     return value
 
 
 def read_struct(r: Reader, fields: Sequence[Field], version: int, flexible: bool) -> dict:
+    plan = _plan(fields, version, flexible)
     out: dict = {}
-    tagged: dict[int, Field] = {}
-    for fld in fields:
-        if not fld.present(version):
-            continue
-        if fld.tag is not None and flexible:
-            tagged[fld.tag] = fld
-            out[fld.name] = fld.default_value(version)
-            continue
-        out[fld.name] = _read_value(r, fld, version, flexible)
+    for slot in plan.regular:
+        out[slot.name] = _read_value(r, slot.field, slot.nullable, version, flexible)
     if flexible:
+        for slot in plan.tagged.values():
+            out[slot.name] = _fresh(slot.default)
         for _ in range(r.uvarint()):
             tag, size = r.uvarint(), r.uvarint()
             data = r.take(size)
-            fld = tagged.get(tag)
-            if fld is not None:
-                inner = Reader(data)
-                out[fld.name] = _read_value(inner, fld, version, flexible)
+            slot = plan.tagged.get(tag)
+            if slot is not None:
+                out[slot.name] = _read_value(
+                    Reader(data), slot.field, slot.nullable, version, flexible
+                )
     return out
 
 
 # --- encoding --------------------------------------------------------------------------------
 
 
-def _write_value(w: Writer, fld: Field, value, version: int, flexible: bool) -> None:
+def _write_value(
+    w: Writer, fld: Field, nullable: bool, value, version: int, flexible: bool
+) -> None:
     kind = fld.type
-    if value is None and not fld.nullable(version):
+    if value is None and not nullable:
         raise ValueError(f"field {fld.name} is not nullable in version {version}")
     if kind == "[]" or kind.startswith("["):
         if value is None:
@@ -116,22 +158,20 @@ def _write_primitive(w: Writer, kind: str, value, flexible: bool) -> None:
 def write_struct(
     w: Writer, fields: Sequence[Field], value: Mapping, version: int, flexible: bool
 ) -> None:
-    tagged: list[tuple[int, Field, object]] = []
-    for fld in fields:
-        if not fld.present(version):
-            continue
-        default = fld.default_value(version)
-        item = value.get(fld.name, default)
-        if fld.tag is not None and flexible:
-            if item != default and item != [] and item != {}:
-                tagged.append((fld.tag, fld, item))
-            continue
-        _write_value(w, fld, item, version, flexible)
+    plan = _plan(fields, version, flexible)
+    get = value.get
+    for slot in plan.regular:
+        _write_value(w, slot.field, slot.nullable, get(slot.name, slot.default), version, flexible)
     if flexible:
+        tagged = []
+        for tag, slot in sorted(plan.tagged.items()):
+            item = get(slot.name, slot.default)
+            if item != slot.default and item != [] and item != {}:
+                tagged.append((tag, slot, item))
         w.uvarint(len(tagged))
-        for tag, fld, item in sorted(tagged, key=lambda t: t[0]):
+        for tag, slot, item in tagged:
             inner = Writer()
-            _write_value(inner, fld, item, version, flexible)
+            _write_value(inner, slot.field, slot.nullable, item, version, flexible)
             w.uvarint(tag)
             w.uvarint(len(inner.out))
             w.out += inner.out

@@ -11,12 +11,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
+import struct
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from logrepair.format.batch import RecordBatch
-from logrepair.format.walker import Walker
+from logrepair.format.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from logrepair.protocol.connection import Request
 from logrepair.protocol.errors import ErrorCode
 from logrepair.protocol.schema import APIS
@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 NODE_ID = 0
 CLUSTER_ID = "logsim-serve-cluster"
 READ_COMMITTED = 1
+_BASE_AND_LENGTH = struct.Struct(">qi")
+_LAST_OFFSET_DELTA = struct.Struct(">i")
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
@@ -104,12 +106,14 @@ class Broker:
 
     # --- dispatch -------------------------------------------------------------------------------
 
+    def dispatch(self, request: Request):
+        """The response body (None: no response), or a coroutine giving it for the requests that
+        may wait (Fetch's long poll, JoinGroup, SyncGroup)."""
+        return self.handlers[request.api.key](request.body, request.version)
+
     async def handle(self, request: Request) -> dict | None:
-        handler = self.handlers[request.api.key]
-        result = handler(request.body, request.version)
-        if asyncio.iscoroutine(result):
-            result = await result
-        return result
+        result = self.dispatch(request)
+        return await result if asyncio.iscoroutine(result) else result
 
     def api_versions_body(self, error: ErrorCode = ErrorCode.NONE) -> dict:
         return {
@@ -375,12 +379,13 @@ def _produce_error(index: int, error: ErrorCode, message: str) -> dict:
 
 
 def _below(data: bytes, upper: int) -> tuple[bytes, int]:
-    """The whole batches of `data` that start below `upper`, and the offset after the last."""
-    end = 0
-    next_offset = upper
-    for item in Walker(data, file_size=len(data)):
-        if not isinstance(item, RecordBatch) or item.base_offset >= upper:
+    """The whole batches of `data` (as `Log.read` returns them: whole, valid) that start below
+    `upper`, and the offset after the last; only their headers are read."""
+    pos, next_offset = 0, upper
+    while pos + RECORD_BATCH_OVERHEAD <= len(data):
+        base, length = _BASE_AND_LENGTH.unpack_from(data, pos)
+        if base >= upper:
             break
-        end = item.position + item.size
-        next_offset = item.next_offset
-    return (data if end == len(data) else data[:end]), next_offset
+        next_offset = base + _LAST_OFFSET_DELTA.unpack_from(data, pos + 23)[0] + 1
+        pos += LOG_OVERHEAD + length
+    return (data if pos == len(data) else data[:pos]), next_offset

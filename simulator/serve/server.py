@@ -137,16 +137,15 @@ class Server:
         peer = writer.get_extra_info("peername")
         conn = ServerConnection()
         self._clients.add(writer)
+        out = bytearray()  # the answers to one read's requests go out in one write
         try:
             while True:
-                data = await reader.read(1 << 16)
+                data = await reader.read(1 << 18)
                 conn.receive_data(data)
                 while True:
                     event = conn.next_event()
-                    if event is NEED_DATA:
+                    if event is NEED_DATA or event is CLOSED:
                         break
-                    if event is CLOSED:
-                        return
                     if isinstance(event, UnsupportedRequest):
                         if event.api.key != API_VERSIONS_KEY:
                             log.warning(
@@ -156,19 +155,27 @@ class Server:
                             )  # fmt: skip
                             return
                         body = self.broker.api_versions_body(ErrorCode.UNSUPPORTED_VERSION)
-                        writer.write(conn.respond(event, body))
+                        out += conn.respond(event, body)
                         continue
                     try:
-                        response = await self.broker.handle(event)
+                        response = self.broker.dispatch(event)
+                        if asyncio.iscoroutine(response):
+                            if out:  # what is answered goes out before a wait
+                                writer.write(out)
+                                out = bytearray()
+                            response = await response
                     except PowerCut:
                         self._power_cut_hit()
                         return
                     if writer not in self._clients:
                         return  # the power went while this request waited
                     if response is not None:
-                        writer.write(conn.respond(event, response))
+                        out += conn.respond(event, response)
+                if out:
+                    writer.write(out)
+                    out = bytearray()
                 await writer.drain()
-                if not data:
+                if event is CLOSED or not data:
                     return
         except ProtocolError as e:
             log.warning("closing connection from %s: malformed request: %s", peer, e)
