@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .fields import Field, f
+from .fields import Field, Struct, f
 
 REQUEST_HEADER = [
     f("request_api_key", "int16"),
@@ -161,6 +161,7 @@ PRODUCE_RESPONSE = [
 ]
 # FetchRequest Kafka's versions 0-17 flexible 12+
 FETCH_REQUEST = [
+    f("cluster_id", "string", "12+", nullable=12, tag=0),
     f("replica_id", "int32", default=-1),
     f("max_wait_ms", "int32"),
     f("min_bytes", "int32"),
@@ -178,6 +179,7 @@ FETCH_REQUEST = [
                     f("partition", "int32"),
                     f("current_leader_epoch", "int32", "9+", default=-1),
                     f("fetch_offset", "int64"),
+                    f("last_fetched_epoch", "int32", "12+", default=-1),
                     f("log_start_offset", "int64", "5+", default=-1),
                     f("partition_max_bytes", "int32"),
                 ],
@@ -211,6 +213,39 @@ FETCH_RESPONSE = [
                     f("high_watermark", "int64"),
                     f("last_stable_offset", "int64", "4+", default=-1),
                     f("log_start_offset", "int64", "5+", default=-1),
+                    f(
+                        "diverging_epoch",
+                        Struct(
+                            [
+                                f("epoch", "int32", "12+", default=-1),
+                                f("end_offset", "int64", "12+", default=-1),
+                            ]
+                        ),
+                        "12+",
+                        tag=0,
+                    ),
+                    f(
+                        "current_leader",
+                        Struct(
+                            [
+                                f("leader_id", "int32", "12+", default=-1),
+                                f("leader_epoch", "int32", "12+", default=-1),
+                            ]
+                        ),
+                        "12+",
+                        tag=1,
+                    ),
+                    f(
+                        "snapshot_id",
+                        Struct(
+                            [
+                                f("end_offset", "int64", default=-1),
+                                f("epoch", "int32", default=-1),
+                            ]
+                        ),
+                        "12+",
+                        tag=2,
+                    ),
                     f(
                         "aborted_transactions",
                         [
@@ -334,6 +369,7 @@ OFFSET_FETCH_REQUEST = [
         ],
         nullable=2,
     ),
+    f("require_stable", "bool", "7+"),
 ]
 # OffsetFetchResponse Kafka's versions 0-9 flexible 6+
 OFFSET_FETCH_RESPONSE = [
@@ -360,6 +396,8 @@ OFFSET_FETCH_RESPONSE = [
 INIT_PRODUCER_ID_REQUEST = [
     f("transactional_id", "string", nullable=0),
     f("transaction_timeout_ms", "int32"),
+    f("producer_id", "int64", "3+", default=-1),
+    f("producer_epoch", "int16", "3+", default=-1),
 ]
 # InitProducerIdResponse Kafka's versions 0-5 flexible 2+
 INIT_PRODUCER_ID_RESPONSE = [
@@ -389,7 +427,8 @@ JOIN_GROUP_RESPONSE = [
     f("throttle_time_ms", "int32", "2+"),
     f("error_code", "int16"),
     f("generation_id", "int32", default=-1),
-    f("protocol_name", "string"),
+    f("protocol_type", "string", "7+", nullable=7),
+    f("protocol_name", "string", nullable=7),
     f("leader", "string"),
     f("member_id", "string"),
     f(
@@ -407,6 +446,8 @@ SYNC_GROUP_REQUEST = [
     f("generation_id", "int32"),
     f("member_id", "string"),
     f("group_instance_id", "string", "3+", nullable=3),
+    f("protocol_type", "string", "5+", nullable=5),
+    f("protocol_name", "string", "5+", nullable=5),
     f(
         "assignments",
         [
@@ -419,6 +460,8 @@ SYNC_GROUP_REQUEST = [
 SYNC_GROUP_RESPONSE = [
     f("throttle_time_ms", "int32", "1+"),
     f("error_code", "int16"),
+    f("protocol_type", "string", "5+", nullable=5),
+    f("protocol_name", "string", "5+", nullable=5),
     f("assignment", "bytes"),
 ]
 # HeartbeatRequest Kafka's versions 0-4 flexible 4+
@@ -520,6 +563,9 @@ TXN_OFFSET_COMMIT_REQUEST = [
     f("group_id", "string"),
     f("producer_id", "int64"),
     f("producer_epoch", "int16"),
+    f("generation_id", "int32", "3+", default=-1),
+    f("member_id", "string", "3+"),
+    f("group_instance_id", "string", "3+", nullable=3),
     f(
         "topics",
         [
@@ -577,33 +623,42 @@ def _api(key, name, low, high, flexible_from, request, response) -> Api:
 APIS: dict[int, Api] = {
     a.key: a
     for a in (
-        _api(0, "Produce", 3, 8, 9, PRODUCE_REQUEST, PRODUCE_RESPONSE),
-        _api(1, "Fetch", 4, 11, 12, FETCH_REQUEST, FETCH_RESPONSE),
-        _api(2, "ListOffsets", 0, 5, 6, LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE),
-        _api(3, "Metadata", 0, 8, 9, METADATA_REQUEST, METADATA_RESPONSE),
-        _api(8, "OffsetCommit", 0, 7, 8, OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE),
-        _api(9, "OffsetFetch", 0, 5, 6, OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE),
-        _api(10, "FindCoordinator", 0, 2, 3, FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE),
-        _api(11, "JoinGroup", 0, 5, 6, JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE),
-        _api(12, "Heartbeat", 0, 3, 4, HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE),
-        _api(13, "LeaveGroup", 0, 3, 4, LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE),
-        _api(14, "SyncGroup", 0, 3, 4, SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE),
+        _api(0, "Produce", 3, 9, 9, PRODUCE_REQUEST, PRODUCE_RESPONSE),
+        _api(1, "Fetch", 4, 12, 12, FETCH_REQUEST, FETCH_RESPONSE),
+        _api(2, "ListOffsets", 0, 7, 6, LIST_OFFSETS_REQUEST, LIST_OFFSETS_RESPONSE),
+        _api(3, "Metadata", 0, 9, 9, METADATA_REQUEST, METADATA_RESPONSE),
+        _api(8, "OffsetCommit", 0, 8, 8, OFFSET_COMMIT_REQUEST, OFFSET_COMMIT_RESPONSE),
+        _api(9, "OffsetFetch", 0, 7, 6, OFFSET_FETCH_REQUEST, OFFSET_FETCH_RESPONSE),
+        _api(10, "FindCoordinator", 0, 3, 3, FIND_COORDINATOR_REQUEST, FIND_COORDINATOR_RESPONSE),
+        _api(11, "JoinGroup", 0, 7, 6, JOIN_GROUP_REQUEST, JOIN_GROUP_RESPONSE),
+        _api(12, "Heartbeat", 0, 4, 4, HEARTBEAT_REQUEST, HEARTBEAT_RESPONSE),
+        _api(13, "LeaveGroup", 0, 4, 4, LEAVE_GROUP_REQUEST, LEAVE_GROUP_RESPONSE),
+        _api(14, "SyncGroup", 0, 5, 4, SYNC_GROUP_REQUEST, SYNC_GROUP_RESPONSE),
         _api(18, "ApiVersions", 0, 3, 3, API_VERSIONS_REQUEST, API_VERSIONS_RESPONSE),
-        _api(22, "InitProducerId", 0, 1, 2, INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
+        _api(22, "InitProducerId", 0, 4, 2, INIT_PRODUCER_ID_REQUEST, INIT_PRODUCER_ID_RESPONSE),
         _api(
             24,
             "AddPartitionsToTxn",
             0,
-            2,
+            3,
             3,
             ADD_PARTITIONS_TO_TXN_REQUEST,
             ADD_PARTITIONS_TO_TXN_RESPONSE,
         ),
         _api(
-            25, "AddOffsetsToTxn", 0, 2, 3, ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE
+            25, "AddOffsetsToTxn", 0, 3, 3, ADD_OFFSETS_TO_TXN_REQUEST, ADD_OFFSETS_TO_TXN_RESPONSE
         ),
-        _api(26, "EndTxn", 0, 2, 3, END_TXN_REQUEST, END_TXN_RESPONSE),
-        _api(28, "TxnOffsetCommit", 0, 2, 3, TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE),
+        _api(26, "EndTxn", 0, 3, 3, END_TXN_REQUEST, END_TXN_RESPONSE),
+        _api(28, "TxnOffsetCommit", 0, 3, 3, TXN_OFFSET_COMMIT_REQUEST, TXN_OFFSET_COMMIT_RESPONSE),
     )
 }
 API_VERSIONS_KEY = 18
+
+
+def versions_markdown() -> str:
+    """The README's table of served APIs (a test holds the README to it)."""
+    rows = ["| API | key | versions | flexible from |", "| --- | --- | --- | --- |"]
+    for a in sorted(APIS.values(), key=lambda a: a.key):
+        flexible = str(a.flexible_from) if a.flexible_from <= a.max_version else "—"
+        rows.append(f"| {a.name} | {a.key} | {a.min_version}–{a.max_version} | {flexible} |")
+    return "\n".join(rows)

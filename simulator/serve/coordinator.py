@@ -188,17 +188,23 @@ class Coordinator:
                     by_topic.setdefault(topic, []).append(partition)
             wanted = [{"name": t, "partition_indexes": ps} for t, ps in by_topic.items()]
         topics = []
+        unstable = set()
+        if body.get("require_stable"):  # KIP-447: a commit of an open transaction is not final
+            unstable = {k for pending in self.pending_txn_commits.values() for k in pending}
         for t in wanted:
             parts = []
             for index in t["partition_indexes"]:
-                c = self.commits.get((group, t["name"], index))
+                key = (group, t["name"], index)
+                c = self.commits.get(key)
                 parts.append(
                     {
                         "partition_index": index,
                         "committed_offset": -1 if c is None else c.offset,
                         "committed_leader_epoch": -1 if c is None else c.leader_epoch,
                         "metadata": "" if c is None else c.metadata,
-                        "error_code": 0,
+                        "error_code": int(
+                            ErrorCode.UNSTABLE_OFFSET_COMMIT if key in unstable else ErrorCode.NONE
+                        ),
                     }
                 )
             topics.append({"name": t["name"], "partitions": parts})
@@ -237,12 +243,18 @@ class Coordinator:
 
     def init_producer_id(self, body: dict, version: int) -> dict:
         tid = body["transactional_id"]
+        pid, epoch = body.get("producer_id", -1), body.get("producer_epoch", -1)
         if tid is None:
+            if pid >= 0 and 0 <= epoch < 32766:  # KIP-360: an idempotent producer's epoch bump
+                return {"error_code": 0, "producer_id": pid, "producer_epoch": epoch + 1}
             return {
                 "error_code": 0,
                 "producer_id": self.transactions.allocate(),
                 "producer_epoch": 0,
             }
+        known = self.transactions.by_id.get(tid)
+        if pid >= 0 and known is not None and (pid, epoch) != (known.producer_id, known.epoch):
+            return {"error_code": int(ErrorCode.PRODUCER_FENCED), "producer_id": -1}
         txn, to_abort = self.transactions.init(tid, body["transaction_timeout_ms"])
         try:
             for tp in to_abort:

@@ -165,6 +165,7 @@ class GroupMembership:
                 {
                     "error_code": 0,
                     "generation_id": g.generation,
+                    "protocol_type": g.protocol_type,
                     "protocol_name": g.protocol_name,
                     "leader": leader.member_id,
                     "member_id": m.member_id,
@@ -186,7 +187,7 @@ class GroupMembership:
             return _sync_error(ErrorCode.REBALANCE_IN_PROGRESS)
         m.last_heartbeat = time.monotonic()
         if g.state == "Stable":
-            return {"error_code": 0, "assignment": m.assignment}
+            return _synced(g, m)
         m.sync = asyncio.get_running_loop().create_future()
         if m.member_id == g.leader:
             given = {a["member_id"]: a["assignment"] for a in req["assignments"]}
@@ -195,7 +196,7 @@ class GroupMembership:
             g.state = "Stable"
             for other in g.members.values():
                 if other.sync is not None and not other.sync.done():
-                    other.sync.set_result({"error_code": 0, "assignment": other.assignment})
+                    other.sync.set_result(_synced(g, other))
         return await m.sync
 
     def heartbeat(self, req: dict) -> ErrorCode:
@@ -276,6 +277,15 @@ def _choose_protocol(g: Group) -> str:
         if name in (common or ()):
             return name
     return g.members[g.leader].protocols[0][0]
+
+
+def _synced(g: Group, m: Member) -> dict:
+    return {
+        "error_code": 0,
+        "protocol_type": g.protocol_type,
+        "protocol_name": g.protocol_name,
+        "assignment": m.assignment,
+    }
 
 
 def _join_error(code: ErrorCode, member_id: str) -> dict:

@@ -22,6 +22,7 @@ import json
 import logging
 import signal
 import time
+from collections import Counter
 from urllib.parse import parse_qs, urlsplit
 
 from logrepair.protocol.connection import (
@@ -61,6 +62,8 @@ class Server:
         self._admin: asyncio.Server | None = None
         self._clients: set[asyncio.StreamWriter] = set()
         self._ticker: asyncio.Task | None = None
+        self.requests: Counter[str] = Counter()
+        """Requests served, by API and version: what the clients negotiated."""
 
     # --- lifecycle ------------------------------------------------------------------------------
 
@@ -157,6 +160,7 @@ class Server:
                         body = self.broker.api_versions_body(ErrorCode.UNSUPPORTED_VERSION)
                         out += conn.respond(event, body)
                         continue
+                    self.requests[f"{event.api.name} v{event.version}"] += 1
                     try:
                         response = self.broker.dispatch(event)
                         if asyncio.iscoroutine(response):
@@ -247,6 +251,7 @@ class Server:
             "port": b.options.port,
             "leader_epoch": b.leader_epoch,
             "cuts": b.storage.cuts,
+            "requests": dict(sorted(self.requests.items())),
             "partitions": {
                 tp_name(tp): {
                     "log_start_offset": lg.log_start_offset,

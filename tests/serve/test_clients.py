@@ -70,6 +70,8 @@ def test_kafka_python_every_codec_and_the_bytes_verify_clean(serve, tmp_path, ca
         got = _consume_assigned(broker.bootstrap, f"t-{codec}", 30)
         assert [m.value for m in got] == [b"%s-%d" % (codec.encode(), i) for i in range(30)]
         assert got[0].headers == [("h", b"x")] and got[0].key == b"k0"
+    served = broker.status()["requests"]  # kafka-python negotiates the flexible versions
+    assert {"Produce v9", "Fetch v12", "Metadata v9", "ListOffsets v7"} <= set(served), served
     summary = broker.stop()
     assert summary["ok"] and summary["partitions"]["t-lz4-0"]["acknowledged"] == 30
     assert logrepair_main(["verify", str(saved)]) == 0
@@ -165,6 +167,14 @@ def test_confluent_kafka_idempotent_subscribe_commit_and_transaction(serve) -> N
     c.commit(asynchronous=False)
     committed = c.committed([confluent_kafka.TopicPartition("ck", 0)], 10)
     c.close()
+    served = broker.status()["requests"]  # librdkafka too, for produce, fetch and offsets
+    assert {
+        "Produce v9",
+        "Fetch v12",
+        "OffsetCommit v8",
+        "OffsetFetch v7",
+        "InitProducerId v4",
+    } <= set(served), served
     assert values == [b"v%d" % i for i in range(40)] + [b"t%d" % i for i in range(5)]
     assert committed[0].offset == 45  # the next offset after the last record consumed
 
