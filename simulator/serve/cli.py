@@ -29,6 +29,9 @@ _TOPIC_KEYS = {
 }
 
 
+LOOPBACK = "127.0.0.1"
+
+
 class ServeUsageError(ValueError):
     """Bad options: one line, exit 2."""
 
@@ -38,7 +41,6 @@ def add_parsers(sub, usage_error: type[Exception]) -> None:
     s = sub.add_parser("serve", help="a crashable Kafka broker on 127.0.0.1 for client chaos tests")
     s.add_argument("--port", type=int, default=9092, help="Kafka port (0: any free one)")
     s.add_argument("--admin-port", type=int, default=0, help="admin HTTP port (0: any free one)")
-    s.add_argument("--host", default="127.0.0.1", help="address to listen on (loopback)")
     s.add_argument("--disk", choices=("sim", "os"), default="sim")
     s.add_argument("--log-dir", help=f"log dir (default {SIM_LOG_DIR} on the simulated disk)")
     s.add_argument("--flush-messages", type=int, help="flush.messages (default: never)")
@@ -116,7 +118,7 @@ def build(args: argparse.Namespace) -> tuple[BrokerStorage, Broker, Server, Exit
     ledger = Ledger(record, policy)
     broker = Broker(
         storage,
-        BrokerOptions(args.host, args.port, args.partitions, True, args.offsets_partitions),
+        BrokerOptions(LOOPBACK, args.port, args.partitions, True, args.offsets_partitions),
         ledger,
     )
     server = Server(
@@ -144,10 +146,10 @@ def _serve(args: argparse.Namespace, usage_error: type[Exception]) -> int:
             try:
                 await server.start()
             except OSError as e:
-                raise usage_error(f"cannot listen on {args.host}:{args.port}: {e}") from None
+                raise usage_error(f"cannot listen on {LOOPBACK}:{args.port}: {e}") from None
             print(
-                f"logsim serve: kafka {args.host}:{broker.options.port} "
-                f"admin {args.host}:{server.admin_port} log dir {storage.options.log_dir} "
+                f"logsim serve: kafka {LOOPBACK}:{broker.options.port} "
+                f"admin {LOOPBACK}:{server.admin_port} log dir {storage.options.log_dir} "
                 f"(disk {args.disk})",
                 flush=True,
             )
