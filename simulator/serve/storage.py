@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 from logrepair.recovery.repair import repair as run_repair
 from logrepair.recovery.settings import Settings
+from logrepair.storage import clean_shutdown
 from logrepair.storage.disk import Disk, parent_of
 from logrepair.storage.layout import TopicPartition
 from logrepair.storage.log import Log
@@ -87,6 +88,8 @@ class BrokerStorage:
         if not disk.exists(path):  # Kafka's createAndValidateLogDirs: created, parent flushed
             disk.make_dirs(path)
             disk.fsync_dir(parent_of(path))
+        elif disk.list_dir(path) and not clean_shutdown.had_clean_shutdown(disk, path):
+            self._repair()  # a log dir a crashed broker left: recovered before it is served
         return LogDir.open(self.disk, self.options.log_dir, self.config_for, create=True)
 
     @property
@@ -166,14 +169,7 @@ class BrokerStorage:
             self.disk = SimDisk.from_image(image, self.disk.model)
         repaired = time.monotonic()
         if self.disk.exists(self.options.log_dir):
-            result = run_repair(
-                self.disk,
-                self.options.log_dir,
-                self.options.repair_mode,
-                Settings(),
-                quarantine_root=QUARANTINE if self.simulated else None,
-            )
-            report.removed_offsets = [list(r) for r in result.plan.removed_offsets]
+            report.removed_offsets = self._repair()
         report.repair_seconds = time.monotonic() - repaired
         self.log_dir = self._open()
         report.log_ends_after = {tp: lg.log_end_offset for tp, lg in self.logs.items()}
@@ -183,6 +179,17 @@ class BrokerStorage:
             report.number, fault, report.at_op, report.mode, report.reboot_seconds,
         )  # fmt: skip
         return report
+
+    def _repair(self) -> list[list[int]]:
+        """`logrepair repair --mode MODE` on the log dir; the offset ranges it removed."""
+        result = run_repair(
+            self.disk,
+            self.options.log_dir,
+            self.options.repair_mode,
+            Settings(),
+            quarantine_root=QUARANTINE if self.simulated else None,
+        )
+        return [list(r) for r in result.plan.removed_offsets]
 
     def close(self) -> None:
         """A clean shutdown."""

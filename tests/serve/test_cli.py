@@ -139,3 +139,24 @@ def test_serve_on_the_real_disk_survives_a_process_crash(serve_process, tmp_path
 
     assert logrepair_main(["verify", str(logs)]) == 0
     capsys.readouterr()
+
+
+def test_a_killed_broker_is_recovered_at_its_next_start(serve_process, tmp_path) -> None:
+    """SIGKILL, a real process crash: the next `logsim serve` on the same log dir repairs it first."""
+    logs = tmp_path / "kafka-logs"
+    s = serve_process("--disk", "os", "--log-dir", str(logs))
+    p = kafka.KafkaProducer(bootstrap_servers=s.bootstrap, acks=1, linger_ms=0)
+    for i in range(10):
+        p.send("kept", b"%d" % i).get(5)
+    p.close()
+    s.proc.kill()
+    s.proc.communicate(timeout=30)
+    assert not (logs / ".kafka_cleanshutdown").exists()
+    again = serve_process("--disk", "os", "--log-dir", str(logs))
+    c = kafka.KafkaConsumer(bootstrap_servers=again.bootstrap, auto_offset_reset="earliest",
+                            consumer_timeout_ms=1500)  # fmt: skip
+    c.assign([kafka.TopicPartition("kept", 0)])
+    assert [m.value for m in c] == [b"%d" % i for i in range(10)]
+    c.close()
+    code, out, _ = again.stop()
+    assert code == 0 and (logs / ".kafka_cleanshutdown").exists()
