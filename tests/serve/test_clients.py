@@ -6,17 +6,21 @@ cuts. What they wrote is read back by `logrepair verify` and `dump --offsets-dec
 from __future__ import annotations
 
 import asyncio
+import logging
+import random
 import socket
 import struct
 import time
 
 import pytest
+from hypothesis import given, settings
 
 from logrepair.cli import main as logrepair_main
 from logrepair.format.batch import Record, build_batch
 from logrepair.protocol.codec import decode_response, encode_request
 from logrepair.protocol.schema import APIS
 from simulator.serve.testing import ServeThread
+from tests.serve.test_protocol import bodies
 
 kafka = pytest.importorskip("kafka")
 aiokafka = pytest.importorskip("aiokafka")
@@ -204,6 +208,20 @@ def test_power_cut_loses_only_what_the_flush_policy_allows(serve, flush) -> None
     assert summary["ok"] and summary["cuts"] == 1
 
 
+def test_flush_ms_bounds_the_loss_to_the_last_interval(serve) -> None:
+    broker = serve("--flush-ms", "100")
+    p = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, linger_ms=0)
+    for i in range(20):
+        p.send("timely", b"%d" % i).get(5)
+    deadline = time.monotonic() + 5  # the flusher runs every 50 ms; flush.ms is 100
+    while broker.status()["partitions"]["timely-0"]["recovery_point"] < 20:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    p.close()
+    outcome = broker.cut("lose_unsynced")["partitions"]["timely-0"]
+    assert outcome["present"] == 20 and outcome["lost_allowed"] == []
+
+
 def test_a_cut_in_the_middle_of_an_append_reboots_and_is_accounted(serve) -> None:
     broker = serve("--flush-messages", "3", "--segment-bytes", "2048")
     p = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, linger_ms=0, retries=10,
@@ -288,10 +306,54 @@ def test_raw_protocol_duplicates_unsupported_versions_and_malformed_frames(serve
         with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as s:
             s.sendall(garbage)
             assert s.recv(10) == b""  # closed, one log line
+    rng = random.Random(7)
+    for _ in range(40):  # random frames of every API: each is answered or closes its connection
+        api = rng.choice(list(APIS.values()))
+        head = struct.pack(">hhih", api.key, rng.randint(api.min_version, api.max_version), 1, -1)
+        body = head + rng.randbytes(rng.randint(0, 40))
+        with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as s:
+            s.sendall(struct.pack(">i", len(body)) + body)
+            s.shutdown(socket.SHUT_WR)
+            while s.recv(65536):
+                pass
     with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as s:
-        assert (
-            _call(s, 18, 3, {"client_software_name": "t", "client_software_version": "1"})[
-                "error_code"
-            ]
-            == 0
-        )
+        versions = _call(s, 18, 3, {"client_software_name": "t", "client_software_version": "1"})
+        assert versions["error_code"] == 0
+
+
+@settings(max_examples=60)
+@given(case=bodies("request"))
+def test_no_well_formed_request_makes_a_handler_fail(serve_once, case) -> None:
+    """Any body of any served API and version is answered (or, for acks=0, not) and never ends
+    in an internal error; JoinGroup/SyncGroup are left out (they wait for other members)."""
+    api, version, body = case
+    if api.key in (11, 14):
+        return
+    if api.key == 1:
+        body["max_wait_ms"] = min(body["max_wait_ms"], 10)
+    broker, errors = serve_once
+    with socket.create_connection(("127.0.0.1", broker.port), timeout=5) as s:
+        s.sendall(encode_request(api, version, 1, "fuzz", body))
+        s.shutdown(socket.SHUT_WR)
+        while s.recv(65536):
+            pass
+    assert not errors, errors
+
+
+@pytest.fixture(scope="module")
+def serve_once():
+    errors: list[str] = []
+
+    class Errors(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            if record.levelno >= logging.ERROR:
+                errors.append(record.getMessage())
+
+    handler = Errors()
+    logging.getLogger("simulator.serve").addHandler(handler)
+    broker = ServeThread([]).start()
+    try:
+        yield broker, errors
+    finally:
+        broker.stop()
+        logging.getLogger("simulator.serve").removeHandler(handler)
