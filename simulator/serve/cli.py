@@ -214,6 +214,12 @@ def print_verdict(summary: dict, as_json: bool) -> None:
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip())
+    for name, part in sorted(summary["partitions"].items()):
+        for c in part.get("commits_lost", []):
+            print(
+                f"acknowledged COMMIT marker lost: {name} offset {c['offset']} (its transaction is "
+                f"aborted at reboot; {'unflushed, allowed' if c['allowed'] else 'BEYOND POLICY'})"
+            )
     for o in summary["offsets_beyond_end"]:
         print(
             f"committed offset past the log end: group {o['group']} {o['partition']} "

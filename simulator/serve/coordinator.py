@@ -111,9 +111,11 @@ class Coordinator:
         assert lg is not None
         return lg
 
-    def _marker(self, lg: Log, pid: int, epoch: int, *, commit: bool) -> None:
-        lg.append_end_txn(pid, epoch, commit=commit, leader_epoch=self.broker.leader_epoch)
+    def _marker(self, lg: Log, pid: int, epoch: int, *, commit: bool) -> int:
+        """Appends a COMMIT/ABORT control batch; returns its offset."""
+        info = lg.append_end_txn(pid, epoch, commit=commit, leader_epoch=self.broker.leader_epoch)
         self.broker.sequence_checks(lg.topic_partition, lg).fence(pid, epoch)
+        return info.first_offset
 
     # --- FindCoordinator ------------------------------------------------------------------------
 
@@ -300,13 +302,20 @@ class Coordinator:
         if txn is None:
             return {"error_code": int(error)}
         commit = body["committed"]
+        markers = []
         try:
             for tp in sorted(txn.partitions, key=lambda tp: (tp.topic, tp.partition)):
                 lg = self.broker.storage.logs.get(tp)
                 if lg is not None:
-                    self._marker(lg, txn.producer_id, txn.epoch, commit=commit)
+                    markers.append(
+                        (lg, self._marker(lg, txn.producer_id, txn.epoch, commit=commit))
+                    )
         except LogStorageError:
             return {"error_code": int(ErrorCode.COORDINATOR_NOT_AVAILABLE)}
+        if commit:  # an acknowledged commit: the verdict looks for its markers after each cut
+            for lg, offset in markers:
+                crc = int.from_bytes(lg.read(offset, 1).data[17:21], "big")
+                self.broker.ledger.ack(lg.topic_partition, offset, offset, crc, marker=True)
         pending = self.pending_txn_commits.pop(txn.producer_id, {})
         if commit:
             self.commits.update(pending)

@@ -32,6 +32,8 @@ class Ack:
     base_offset: int
     last_offset: int
     crc: int
+    marker: bool = False
+    """A COMMIT marker of an acknowledged EndTxn (not a record: counted apart)."""
 
     @property
     def count(self) -> int:
@@ -49,9 +51,12 @@ class PartitionOutcome:
     log_end_after: int
     lost_allowed: list[list[int]] = field(default_factory=list)
     lost_beyond_policy: list[list[int]] = field(default_factory=list)
+    commits_lost: list[dict] = field(default_factory=list)
+    """Acknowledged COMMIT markers lost: the transaction is aborted at reboot."""
 
     def to_json(self) -> dict:
         return {
+            "commits_lost": self.commits_lost,
             "acknowledged": self.acknowledged,
             "present": self.present,
             "recovery_point": self.recovery_point,
@@ -111,13 +116,22 @@ class Ledger:
             self.record.write(json.dumps(event) + "\n")
             self.record.flush()
 
-    def ack(self, tp: TopicPartition, base_offset: int, last_offset: int, crc: int) -> None:
-        a = Ack(base_offset, last_offset, crc)
+    def ack(
+        self,
+        tp: TopicPartition,
+        base_offset: int,
+        last_offset: int,
+        crc: int,
+        *,
+        marker: bool = False,
+    ) -> None:
+        a = Ack(base_offset, last_offset, crc, marker)
         self.live.setdefault(tp, []).append(a)
-        self.acknowledged[tp] = self.acknowledged.get(tp, 0) + a.count
+        if not marker:
+            self.acknowledged[tp] = self.acknowledged.get(tp, 0) + a.count
         self._write(
-            {"event": "ack", "partition": tp_name(tp), "base_offset": base_offset,
-             "last_offset": last_offset, "crc": crc}
+            {"event": "commit" if marker else "ack", "partition": tp_name(tp),
+             "base_offset": base_offset, "last_offset": last_offset, "crc": crc}
         )  # fmt: skip
 
     def after_reboot(
@@ -133,14 +147,20 @@ class Ledger:
             for a in acks:
                 (kept if crcs.get(a.base_offset) == a.crc else lost).append(a)
             rp = report.recovery_points.get(tp, 0)
+            records = [a for a in lost if not a.marker]
             outcome = PartitionOutcome(
                 self.acknowledged.get(tp, 0),
-                sum(a.count for a in kept),
+                sum(a.count for a in kept if not a.marker),
                 rp,
                 report.log_ends_before.get(tp, 0),
                 report.log_ends_after.get(tp, 0),
-                _ranges([a for a in lost if a.base_offset >= rp]),
-                _ranges([a for a in lost if a.base_offset < rp]),
+                _ranges([a for a in records if a.base_offset >= rp]),
+                _ranges([a for a in records if a.base_offset < rp]),
+                [
+                    {"offset": a.base_offset, "allowed": a.base_offset >= rp}
+                    for a in lost
+                    if a.marker
+                ],
             )
             self.live[tp] = kept
             partitions[tp_name(tp)] = outcome.to_json()
@@ -172,25 +192,23 @@ class Ledger:
 
 def summarize(policy: dict, cuts: list[dict], acknowledged: dict[str, int]) -> dict:
     """Per partition over the whole run: acknowledged, lost within and beyond the policy."""
-    parts: dict[str, dict] = {
-        name: {"acknowledged": n, "lost_allowed": [], "lost_beyond_policy": [], "present_after": []}
-        for name, n in acknowledged.items()
-    }
+
+    def empty(n: int) -> dict:
+        return {"acknowledged": n, "lost_allowed": [], "lost_beyond_policy": [],
+                "present_after": [], "commits_lost": []}  # fmt: skip
+
+    parts = {name: empty(n) for name, n in acknowledged.items()}
     for cut in cuts:
         for name, o in cut["partitions"].items():
-            p = parts.setdefault(
-                name,
-                {
-                    "acknowledged": 0,
-                    "lost_allowed": [],
-                    "lost_beyond_policy": [],
-                    "present_after": [],
-                },
-            )
+            p = parts.setdefault(name, empty(0))
             p["present_after"].append(o["present"])
             p["lost_allowed"].extend(o["lost_allowed"])
             p["lost_beyond_policy"].extend(o["lost_beyond_policy"])
-    ok = not any(p["lost_beyond_policy"] for p in parts.values())
+            p["commits_lost"].extend(o.get("commits_lost", []))
+    ok = not any(
+        p["lost_beyond_policy"] or any(not c["allowed"] for c in p["commits_lost"])
+        for p in parts.values()
+    )
     return {
         "policy": policy,
         "cuts": len(cuts),

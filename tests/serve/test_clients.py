@@ -183,6 +183,32 @@ def test_confluent_kafka_idempotent_subscribe_commit_and_transaction(serve) -> N
     assert committed[0].offset == 45  # the next offset after the last record consumed
 
 
+def test_an_acknowledged_commit_lost_with_its_unflushed_marker(serve) -> None:
+    """flush.messages=2: the two records are flushed, the COMMIT marker after them is not. A power
+    cut takes the marker, the reboot aborts the transaction: an acknowledged commit undone, which
+    the policy allows (the marker was unflushed) and the verdict reports."""
+    broker = serve("--topic-config", "pay:flush.messages=2")
+    t = confluent_kafka.Producer({"bootstrap.servers": broker.bootstrap, "transactional.id": "t",
+                                  "linger.ms": 50})  # fmt: skip
+    t.init_transactions(10)
+    t.begin_transaction()
+    t.produce("pay", b"a")
+    t.produce("pay", b"b")
+    t.commit_transaction(10)
+    del t
+    outcome = broker.cut("lose_unsynced")["partitions"]["pay-0"]
+    assert outcome["present"] == 2 and outcome["commits_lost"] == [{"offset": 2, "allowed": True}]
+    c = confluent_kafka.Consumer({"bootstrap.servers": broker.bootstrap, "group.id": "r",
+                                  "isolation.level": "read_committed",
+                                  "auto.offset.reset": "earliest"})  # fmt: skip
+    c.assign([confluent_kafka.TopicPartition("pay", 0, 0)])
+    seen = [m for m in (c.poll(0.3) for _ in range(4)) if m is not None and not m.error()]
+    c.close()
+    assert seen == []  # aborted at reboot
+    summary = broker.stop()
+    assert summary["ok"] and summary["partitions"]["pay-0"]["commits_lost"][0]["allowed"]
+
+
 @pytest.mark.parametrize("flush", [None, "1"], ids=["default-flush", "flush-messages-1"])
 def test_power_cut_loses_only_what_the_flush_policy_allows(serve, flush) -> None:
     broker = serve(*(["--flush-messages", flush] if flush else []))
