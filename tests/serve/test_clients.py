@@ -82,6 +82,52 @@ def test_kafka_python_every_codec_and_the_bytes_verify_clean(serve, tmp_path, ca
     capsys.readouterr()
 
 
+def test_aiokafka_and_confluent_kafka_every_codec(serve) -> None:
+    broker = serve()
+    tps = [(f"a-{codec}", codec) for codec in CODECS]
+
+    async def aio() -> list[bytes]:
+        for topic, codec in tps:
+            p = aiokafka.AIOKafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=5,
+                                          compression_type=None if codec == "none" else codec)  # fmt: skip
+            await p.start()
+            await asyncio.gather(
+                *[await p.send(topic, b"%s %d" % (codec.encode(), i)) for i in range(10)]
+            )
+            await p.stop()
+        c = aiokafka.AIOKafkaConsumer(
+            bootstrap_servers=broker.bootstrap, auto_offset_reset="earliest"
+        )
+        await c.start()
+        c.assign([aiokafka.TopicPartition(t, 0) for t, _ in tps])
+        got: list[bytes] = []
+        async with asyncio.timeout(20):
+            while len(got) < 50:
+                for msgs in (await c.getmany(timeout_ms=200)).values():
+                    got += [m.value for m in msgs]
+        await c.stop()
+        return got
+
+    assert sorted(asyncio.run(aio())) == sorted(
+        b"%s %d" % (c.encode(), i) for _, c in tps for i in range(10)
+    )
+    conf = {"bootstrap.servers": broker.bootstrap}
+    for codec in CODECS:
+        p = confluent_kafka.Producer({**conf, "compression.type": codec, "linger.ms": 5})
+        for i in range(10):
+            p.produce(f"c-{codec}", b"%s %d" % (codec.encode(), i))
+        assert p.flush(10) == 0
+    c = confluent_kafka.Consumer({**conf, "group.id": "x", "enable.auto.commit": False})
+    c.assign([confluent_kafka.TopicPartition(f"c-{codec}", 0, 0) for codec in CODECS])
+    got, deadline = [], time.monotonic() + 20
+    while len(got) < 50 and time.monotonic() < deadline:
+        m = c.poll(0.2)
+        if m is not None and not m.error():
+            got.append(m.value())
+    c.close()
+    assert sorted(got) == sorted(b"%s %d" % (c.encode(), i) for c in CODECS for i in range(10))
+
+
 def test_aiokafka_idempotent_producer_group_consumer_and_transactions(
     serve, tmp_path, capsys
 ) -> None:
