@@ -21,6 +21,10 @@ cuts, and the loss the verdict must find. `logsim run` runs them beside the stor
     fault = "lose_unsynced"       # the crash fault of that cut (and of `action = "cut"`)
 
     [[steps]]
+    action = "cut"                # now; with after_ops = N: N disk operations later, inside
+    after_ops = 40                # whatever the next steps make the broker do (an append, a flush)
+
+    [[steps]]
     action = "consume"            # group = "g" subscribes and (commit = true) commits
     client = "confluent-kafka"
     topic = "orders"
@@ -60,7 +64,7 @@ _STEP_KEYS = {
     },
     "consume": {"client", "topic", "group", "commit", "read_committed", "expect_count"},
     "transaction": {"transactional_id", "topic", "count", "end", "fault"},
-    "cut": {"fault"},
+    "cut": {"fault", "after_ops"},
 }
 _EXPECT = {"lost_allowed", "lost_beyond_policy", "offsets_beyond_end", "log_records", "transaction"}
 _SERVE_FLAGS = {
@@ -190,7 +194,9 @@ def _run_step(broker: ServeThread, step: dict, observed: dict) -> None:
     action = step["action"]
     fault = step.get("fault", "lose_unsynced")
     cut = lambda: broker.cut(fault)  # noqa: E731
-    if action == "cut":
+    if action == "cut" and "after_ops" in step:
+        broker.arm(step["after_ops"], fault)  # the cut happens inside the next steps' storage calls
+    elif action == "cut":
         cut()
     elif action == "produce":
         out = clients.produce(
