@@ -82,10 +82,10 @@ def _ranges(acks: list[Ack]) -> list[list[int]]:
     return out
 
 
-def batch_crcs(log: Log) -> dict[int, int]:
-    """Base offset → CRC of every batch of the log."""
+def batch_crcs(log: Log, start: int) -> dict[int, int]:
+    """Base offset → CRC of every batch of the log from the one holding `start`."""
     out: dict[int, int] = {}
-    offset = log.log_start_offset
+    offset = max(start, log.log_start_offset)
     while offset < log.log_end_offset:
         fetched = log.read(offset, 4 << 20)
         if not fetched.data:
@@ -142,7 +142,11 @@ class Ledger:
         for tp in sorted(set(self.live) | set(report.log_ends_before), key=tp_name):
             acks = self.live.get(tp, [])
             lg = logs.get(tp)
-            crcs = batch_crcs(lg) if lg is not None else {}
+            if lg is not None:  # below the log start: deleted by retention, not by the cut
+                acks = [a for a in acks if a.last_offset >= lg.log_start_offset]
+            crcs = (
+                batch_crcs(lg, min(a.base_offset for a in acks)) if lg is not None and acks else {}
+            )
             kept, lost = [], []
             for a in acks:
                 (kept if crcs.get(a.base_offset) == a.crc else lost).append(a)
