@@ -221,10 +221,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--inflight", type=int, default=5)
     parser.add_argument("--cut-size", type=parse_size, default=1 << 30)
     parser.add_argument("--skip-cut", action="store_true")
+    parser.add_argument("--only-cut", action="store_true")
     args = parser.parse_args(argv)
     tmp = tempfile.mkdtemp(prefix="bench-serve-")
     try:
-        bench_produce_fetch(args, tmp)
+        if not args.only_cut:
+            bench_produce_fetch(args, tmp)
         if not args.skip_cut:
             bench_cut(args, tmp)
     finally:
