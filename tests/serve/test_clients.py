@@ -229,6 +229,34 @@ def test_confluent_kafka_idempotent_subscribe_commit_and_transaction(serve) -> N
     assert committed[0].offset == 45  # the next offset after the last record consumed
 
 
+def test_two_members_of_a_group_share_the_partitions(serve) -> None:
+    broker = serve("--partitions", "2")
+    p = kafka.KafkaProducer(bootstrap_servers=broker.bootstrap, linger_ms=0)
+    for i in range(20):
+        p.send("shared", b"%d" % i, partition=i % 2).get(5)
+    p.close()
+    conf = {"bootstrap.servers": broker.bootstrap, "group.id": "pair",
+            "auto.offset.reset": "earliest", "session.timeout.ms": 6000,
+            "heartbeat.interval.ms": 200}  # fmt: skip
+    members = [confluent_kafka.Consumer(conf) for _ in range(2)]
+    for m in members:
+        m.subscribe(["shared"])
+    got: list[list[bytes]] = [[], []]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and not (
+        sum(map(len, got)) >= 20 and all(len(m.assignment()) == 1 for m in members)
+    ):
+        for i, m in enumerate(members):
+            msg = m.poll(0.05)
+            if msg is not None and not msg.error():
+                got[i].append(msg.value())
+    assignments = sorted(tp.partition for m in members for tp in m.assignment())
+    for m in members:
+        m.close()
+    assert assignments == [0, 1]  # one partition each, after the rebalance
+    assert sorted(v for g in got for v in set(g)) == sorted(b"%d" % i for i in range(20))
+
+
 def test_an_acknowledged_commit_lost_with_its_unflushed_marker(serve) -> None:
     """flush.messages=2: the two records are flushed, the COMMIT marker after them is not. A power
     cut takes the marker, the reboot aborts the transaction: an acknowledged commit undone, which
