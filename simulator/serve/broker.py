@@ -183,7 +183,7 @@ class Broker:
             parts = []
             for pd in topic["partition_data"]:
                 if acks not in (0, 1, -1):
-                    parts.append(_produce_error(pd["index"], ErrorCode.INVALID_REQUIRED_ACKS, ""))
+                    parts.append(_produce_error(pd["index"], ErrorCode.INVALID_REQUIRED_ACKS))
                 else:
                     parts.append(self._produce_partition(topic["name"], pd, acks))
             responses.append({"name": topic["name"], "partition_responses": parts})
@@ -200,16 +200,22 @@ class Broker:
         index = pd["index"]
         lg = self.log_of(topic, index)
         if lg is None:
-            return _produce_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, "")
+            return _produce_error(index, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
         if pd["records"] is None:
-            return _produce_error(index, ErrorCode.INVALID_RECORD, "no records")
+            return _produce_error(index, ErrorCode.INVALID_RECORD)
         tp = lg.topic_partition
         try:
             batch = validate(pd["records"], lg.config.max_message_bytes)
+        except InvalidBatch as e:
+            log.info("produce to %s refused: %s", tp, e.message)
+            return _produce_error(index, e.error)
+        try:
             checks = self.sequence_checks(tp, lg)
             duplicate = checks.check(batch)
-            if duplicate is not None:
-                return {"index": index, "base_offset": duplicate.first_offset}
+            if duplicate is not None:  # answered as Kafka answers it: the original offsets
+                return {"index": index, "base_offset": duplicate.first_offset,
+                        "log_append_time_ms": batch.max_timestamp,
+                        "log_start_offset": lg.log_start_offset}  # fmt: skip
             now = self.now_ms()
             append_time = now if lg.config.message_timestamp_type == "LogAppendTime" else None
             base = lg.log_end_offset
@@ -217,12 +223,15 @@ class Broker:
             info = lg.append_batches(data)
             lg.update_high_watermark(lg.log_end_offset)
             checks.appended(batch, base)
-        except InvalidBatch as e:
-            return _produce_error(index, e.error, e.message)
+        except InvalidBatch as e:  # the producer state's refusals (Kafka's log append phase)
+            log.info("produce to %s refused: %s", tp, e.message)
+            return _produce_error(index, e.error, lg.log_start_offset)
         except InvalidRecordsError as e:
-            return _produce_error(index, ErrorCode.INVALID_TXN_STATE, str(e))
+            log.info("produce to %s refused: %s", tp, e)
+            return _produce_error(index, ErrorCode.INVALID_TXN_STATE, lg.log_start_offset)
         except LogStorageError as e:
-            return _produce_error(index, ErrorCode.KAFKA_STORAGE_ERROR, str(e))
+            log.warning("produce to %s failed: %s", tp, e)
+            return _produce_error(index, ErrorCode.KAFKA_STORAGE_ERROR)
         if acks != 0:
             self.ledger.ack(tp, base, info.last_offset, int.from_bytes(data[17:21], "big"))
         return {
@@ -374,8 +383,10 @@ class Broker:
         return line
 
 
-def _produce_error(index: int, error: ErrorCode, message: str) -> dict:
-    return {"index": index, "error_code": int(error), "base_offset": -1, "error_message": message}
+def _produce_error(index: int, error: ErrorCode, log_start_offset: int = -1) -> dict:
+    """Kafka leaves the error message out; the broker's log has the reason."""
+    return {"index": index, "error_code": int(error), "base_offset": -1,
+            "log_start_offset": log_start_offset}  # fmt: skip
 
 
 def _below(data: bytes, upper: int) -> tuple[bytes, int]:

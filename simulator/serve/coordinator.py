@@ -123,7 +123,8 @@ class Coordinator:
         if body.get("key_type", GROUP_KEY) == GROUP_KEY:
             self.offsets_log(body["key"])
         o = self.broker.options
-        return {"error_code": 0, "node_id": 0, "host": o.host, "port": o.port}
+        return {"error_code": 0, "error_message": "NONE", "node_id": 0, "host": o.host,
+                "port": o.port}  # fmt: skip
 
     # --- offsets --------------------------------------------------------------------------------
 
