@@ -111,10 +111,6 @@ class Broker:
         may wait (Fetch's long poll, JoinGroup, SyncGroup)."""
         return self.handlers[request.api.key](request.body, request.version)
 
-    async def handle(self, request: Request) -> dict | None:
-        result = self.dispatch(request)
-        return await result if asyncio.iscoroutine(result) else result
-
     def api_versions_body(self, error: ErrorCode = ErrorCode.NONE) -> dict:
         return {
             "error_code": int(error),

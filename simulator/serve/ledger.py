@@ -19,11 +19,10 @@ import time
 from dataclasses import dataclass, field
 from typing import IO
 
-from logrepair.format.batch import RecordBatch
-from logrepair.format.walker import Walker
 from logrepair.storage.layout import TopicPartition
 from logrepair.storage.log import Log
 
+from .reading import log_batches
 from .storage import CutReport
 
 
@@ -84,22 +83,7 @@ def _ranges(acks: list[Ack]) -> list[list[int]]:
 
 def batch_crcs(log: Log, start: int) -> dict[int, int]:
     """Base offset → CRC of every batch of the log from the one holding `start`."""
-    out: dict[int, int] = {}
-    offset = max(start, log.log_start_offset)
-    while offset < log.log_end_offset:
-        fetched = log.read(offset, 4 << 20)
-        if not fetched.data:
-            break
-        moved = False
-        for item in Walker(fetched.data, file_size=len(fetched.data)):
-            if not isinstance(item, RecordBatch):
-                break
-            out[item.base_offset] = item.crc
-            offset = item.next_offset
-            moved = True
-        if not moved:
-            break
-    return out
+    return {b.base_offset: b.crc for b in log_batches(log, start)}
 
 
 class Ledger:

@@ -13,9 +13,10 @@ from dataclasses import dataclass
 
 from logrepair.decoders.consumer_offsets import OffsetCommit, decode_offsets_record
 from logrepair.decoders.schema import DecodeError
-from logrepair.format.batch import RecordBatch
-from logrepair.format.walker import Walker
+from logrepair.format.batch import ControlType
 from logrepair.storage.log import Log
+
+from .reading import log_batches
 
 OFFSETS_TOPIC = "__consumer_offsets"
 _KEY_VERSION = 1
@@ -69,35 +70,24 @@ def load_commits(log: Log) -> dict[tuple[str, str, int], Committed]:
     transactional commits count once their COMMIT marker is read."""
     out: dict[tuple[str, str, int], Committed] = {}
     pending: dict[int, list[OffsetCommit]] = {}
-    offset = log.log_start_offset
-    while offset < log.log_end_offset:
-        fetched = log.read(offset, 1 << 20)
-        if not fetched.data:
-            break
-        for item in Walker(fetched.data, file_size=len(fetched.data)):
-            if not isinstance(item, RecordBatch):
-                break
-            offset = item.next_offset
-            if item.is_control:
-                commits = pending.pop(item.producer_id, [])
-                if (
-                    item.control_type() is not None
-                    and item.end_txn_marker().control_type.name == "COMMIT"
-                ):
-                    _apply(out, commits)
-                continue
-            commits = []
-            for record in item.records():
-                try:
-                    decoded = decode_offsets_record(record.key, record.value)
-                except DecodeError:
-                    continue
-                if isinstance(decoded, OffsetCommit):
-                    commits.append(decoded)
-            if item.is_transactional:
-                pending.setdefault(item.producer_id, []).extend(commits)
-            else:
+    for item in log_batches(log):
+        if item.is_control:
+            commits = pending.pop(item.producer_id, [])
+            if item.control_type() is ControlType.COMMIT:
                 _apply(out, commits)
+            continue
+        commits = []
+        for record in item.records():
+            try:
+                decoded = decode_offsets_record(record.key, record.value)
+            except DecodeError:
+                continue
+            if isinstance(decoded, OffsetCommit):
+                commits.append(decoded)
+        if item.is_transactional:
+            pending.setdefault(item.producer_id, []).extend(commits)
+        else:
+            _apply(out, commits)
     return out
 
 

@@ -43,11 +43,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from logrepair.format.batch import RecordBatch
-from logrepair.format.walker import Walker
 from simulator.faults import CRASH_FAULTS
 
 from . import clients
+from .reading import log_batches
 from .testing import ServeThread
 
 _STEP_KEYS = {
@@ -229,21 +228,11 @@ def _log_records(broker: ServeThread) -> dict[str, dict]:
         for tp, lg in broker.storage.logs.items():
             if tp.topic.startswith("__") or tp.partition != 0:
                 continue
-            values: list = []
-            offset = lg.log_start_offset
-            while offset < lg.log_end_offset:
-                data = lg.read(offset, 1 << 20).data
-                if not data:
-                    break
-                for b in Walker(data, file_size=len(data)):
-                    if isinstance(b, RecordBatch):
-                        offset = b.next_offset
-                        if not b.is_control:
-                            values += [r.value for r in b.records()]
+            values = [r.value for b in log_batches(lg) if not b.is_control for r in b.records()]
             out[tp.topic] = {"records": len(values), "distinct": len(set(values))}
         return out
 
-    return broker._call(read)
+    return broker.run(read)
 
 
 def _check(sc: ServeScenario, summary: dict, observed: dict) -> list[str]:

@@ -81,7 +81,9 @@ class ServeThread:
     def bootstrap(self) -> str:
         return f"{self.broker.options.host}:{self.port}"
 
-    def _call(self, fn, *args):
+    def run(self, fn, *args):
+        """Runs `fn(*args)` on the broker's thread (storage is only touched from there)."""
+
         async def run():
             return fn(*args)
 
@@ -89,14 +91,14 @@ class ServeThread:
 
     def cut(self, fault: str = "lose_unsynced") -> dict:
         """Power cut now, repair, reboot; returns the ledger's line for the cut."""
-        return self._call(self.server.cut_now, fault)
+        return self.run(self.server.cut_now, fault)
 
     def arm(self, after_ops: int, fault: str = "lose_unsynced") -> None:
         """Power cut `after_ops` disk operations from now, inside whatever storage call runs then."""
-        self._call(self.broker.storage.arm, after_ops, fault)
+        self.run(self.broker.storage.arm, after_ops, fault)
 
     def status(self) -> dict:
-        return self._call(self.server.status)
+        return self.run(self.server.status)
 
     def stop(self) -> dict:
         """A clean shutdown; returns (and keeps in `summary`) the verdict."""
