@@ -84,10 +84,10 @@ class ServeThread:
     def run(self, fn, *args):
         """Runs `fn(*args)` on the broker's thread (storage is only touched from there)."""
 
-        async def run():
+        async def call():
             return fn(*args)
 
-        return asyncio.run_coroutine_threadsafe(run(), self._loop).result(START_TIMEOUT_S)
+        return asyncio.run_coroutine_threadsafe(call(), self._loop).result(START_TIMEOUT_S)
 
     def cut(self, fault: str = "lose_unsynced") -> dict:
         """Power cut now, repair, reboot; returns the ledger's line for the cut."""
