@@ -82,8 +82,9 @@ def _ranges(acks: list[Ack]) -> list[list[int]]:
 
 
 def batch_crcs(log: Log, start: int) -> dict[int, int]:
-    """Base offset → CRC of every batch of the log from the one holding `start`."""
-    return {b.base_offset: b.crc for b in log_batches(log, start)}
+    """Base offset → CRC of every batch of the log from the one holding `start`; a batch whose
+    bytes no longer match its CRC (bit rot kept by a trusting repair) counts as gone."""
+    return {b.base_offset: b.crc for b in log_batches(log, start) if b.crc_valid}
 
 
 class Ledger:
