@@ -36,7 +36,7 @@ def classpath() -> str:
     cache = (
         ROOT / "build" / "serve-kafka" / (hashlib.sha256(POM.read_bytes()).hexdigest()[:16] + ".cp")
     )
-    if cache.exists():
+    if cache.exists() and all(os.path.exists(j) for j in cache.read_text().strip().split(":")):
         return cache.read_text().strip()
     mvn = _tool("mvn", "MVN")
     cache.parent.mkdir(parents=True, exist_ok=True)
