@@ -91,6 +91,10 @@ def _script(port: int) -> dict:
         if md["topics"][0]["error_code"] == 0 and md["topics"][0]["partitions"]:
             break
         time.sleep(0.2)
+    for _ in range(100):  # and makes its leader ready a little later
+        if list_offset(-1)["error_code"] == 0:
+            break
+        time.sleep(0.2)
     part = md["topics"][0]["partitions"][0]
     out["metadata"] = {**md["topics"][0], "partitions": [{**part, "leader_id": "node",
                        "replica_nodes": ["node"], "isr_nodes": ["node"]}]}  # fmt: skip
