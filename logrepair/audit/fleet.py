@@ -222,13 +222,12 @@ def meta_findings(plans: list[LogDirPlan]) -> list[Finding]:
     return out
 
 
-def duplicate_findings(plans: list[LogDirPlan]) -> list[Finding]:
+def duplicate_findings(partitions: list[PartitionAudit]) -> list[Finding]:
     """The same partition live in two log dirs of one broker: Kafka refuses to start."""
     seen: dict[tuple[str, str, int], list[str]] = defaultdict(list)
-    for d in plans:
-        for p in d.partitions:
-            if p.state == "live":
-                seen[(d.broker, p.topic, p.partition)].append(p.path)
+    for p in partitions:
+        if p.state == "live":
+            seen[(p.broker, p.topic, p.partition)].append(p.path)
     return [
         Finding(
             "duplicate_partition_dir",
@@ -271,7 +270,7 @@ def build_report(
                 findings=list(d.findings),
             )
         )
-    findings = meta_findings(plans) + duplicate_findings(plans) + offset_findings
+    findings = meta_findings(plans) + duplicate_findings(partitions) + offset_findings
     return AuditReport(log_dirs, partitions, replicas, offsets, findings, recovery_rate)
 
 

@@ -58,6 +58,17 @@ class BatchDigests:
         return len(self.base)
 
 
+@dataclass(slots=True)
+class BatchDetails:
+    """Per valid batch, beside its digest: size, partition leader epoch, max timestamp and producer
+    id (-1 where a legacy entry has none, as in Kafka). Only the scan summaries keep them."""
+
+    size: array = field(default_factory=lambda: array("q"))
+    leader_epoch: array = field(default_factory=lambda: array("q"))
+    max_timestamp: array = field(default_factory=lambda: array("q"))
+    producer_id: array = field(default_factory=lambda: array("q"))
+
+
 # A committed offset as the audit keeps it: (group, topic, partition) → (offset of the commit
 # record, committed offset or None for a tombstone). The record with the highest offset wins, as
 # when the group coordinator loads the log, so per-segment maps merge in any order.
@@ -89,6 +100,8 @@ class SegmentSummary:
     segment left open, if any."""
     scan_error: str | None = None
     """An I/O error that stopped the scan (the file vanished or became unreadable)."""
+    details: BatchDetails | None = None
+    """Filled when the scan is asked for them (the scan summaries)."""
 
 
 @dataclass(slots=True)
@@ -129,6 +142,8 @@ class LogDirPlan:
     meta: MetaProperties | None = None
     findings: list[Finding] = field(default_factory=list)
     partitions: list[PartitionPlan] = field(default_factory=list)
+    checkpoints: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+    """The root offset checkpoints as read (file name → topic-partition → offset)."""
 
 
 # --- the report ------------------------------------------------------------------------------

@@ -19,8 +19,8 @@ writes it; producer snapshots are not written (docs/spec-notes.md).
 from __future__ import annotations
 
 from ...storage import layout
+from ..index_checks import TXN_ENTRY, TXN_ENTRY_SIZE
 from ..rebuild import txn_entries_by_segment
-from ..segment_scan import TXN_ENTRY, TXN_ENTRY_SIZE
 from .partition_plan import PartitionPlan, Seg
 from .split import Piece, split_segment
 
