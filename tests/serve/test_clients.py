@@ -421,7 +421,7 @@ def test_raw_protocol_duplicates_unsupported_versions_and_malformed_frames(serve
         assert versions["error_code"] == 0
 
 
-@settings(max_examples=60)
+@settings(max_examples=30)
 @given(case=bodies("request"))
 def test_no_well_formed_request_makes_a_handler_fail(serve_once, case) -> None:
     """Any body of any served API and version is answered (or, for acks=0, not) and never ends
