@@ -37,8 +37,8 @@ def _options(p: argparse.ArgumentParser) -> None:
         "--follow-symlinks",
         action="store_true",
         help="read a symlink to a regular file where a segment, index or checkpoint should be as "
-        "that file; without it a partition holding a symlink is reported and not read further "
-        "(repair always leaves such a partition as it is)",
+        "that file; without it the link is reported and not read (repair never reads or writes "
+        "through a link and leaves a partition holding one as it is)",
     )
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from logrepair.audit.local import audit_paths
 from logrepair.recovery.scan import scan_path
-from logrepair.recovery.settings import Settings
+from logrepair.recovery.settings import Settings, SettingsError
 from logrepair.storage import layout
 
 from .builders import DISK, batches, write_offsets, write_segment
@@ -113,3 +113,11 @@ def test_verify_json_and_text_name_the_hole(log_dir):
     out = json.loads(cli("verify", str(log_dir), "--json").stdout)
     kinds = [d["kind"] for d in out["partitions"][0]["defects"]]
     assert "offset_hole" in kinds
+
+
+def test_cleanup_policy_from_server_properties_and_topic_config():
+    broker = Settings().with_broker_properties("log.cleanup.policy = compact,delete\n", "s.p")
+    assert broker.compacted is True and Settings().compacted is None
+    assert broker.with_topic_override("t:cleanup.policy=delete").for_topic("t").compacted is False
+    with pytest.raises(SettingsError, match="not delete, compact or both"):
+        Settings().with_topic_override("t:cleanup.policy=forever")

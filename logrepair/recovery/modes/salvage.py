@@ -33,9 +33,8 @@ def plan_partition(pp: PartitionPlan) -> int:
             if previous_last is not None and s.base <= previous_last:
                 pp.delete_segment(s, "an emptied segment whose name overlaps the previous one")
             elif hole is not None:
-                # its offsets are gone: the gap is reported, the empty segment goes
+                # its offsets are gone (`_Gaps` reports them): the empty segment goes
                 pp.delete_segment(s, f"salvage: {hole.detail}")
-                pp.plan.gaps.append((hole.offset, hole.last_offset))
         if scan.runs:
             previous_last = scan.runs[-1].last_offset
     return 0
