@@ -28,7 +28,7 @@ from ..storage.abstract_index import IndexFileError
 from ..storage.disk import SPECIAL_TYPES, Disk, join, parent_of
 from ..storage.layout import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
 from . import logdir_state
-from .copies import copy_range, copy_ranges, move_file
+from .copies import copy_pieces, copy_range, copy_ranges, move_file
 from .journal import (
     APPLYING,
     DISCARDED,
@@ -103,11 +103,15 @@ def start(
             )
     # New contents live beside the manifest, not in it: an index can be megabytes.
     contents = {}
+    pieced = {}
     for i, entry in enumerate(data["actions"]):
         content = entry.pop("content", None)
         if content is not None:
             entry["content_blob"] = f"blobs/{i:05d}.new"
             contents[entry["content_blob"]] = base64.b64decode(content)
+        elif entry.get("pieces"):
+            entry["content_blob"] = f"blobs/{i:05d}.new"
+            pieced[entry["content_blob"]] = entry["pieces"]
     refuse_unwritable(disk, plan)
     # The run dir takes its name only with its manifest inside, so a crash never leaves a run
     # without one; until then it is `<qdir>.discarded`, which the next run removes.
@@ -125,6 +129,10 @@ def start(
             f.truncate(0)
             f.write_at(0, content)
             f.fsync()
+    # (heal) a segment's new content from byte ranges of this log dir's files and replicas',
+    # copied before any action runs, so that no later action can change what it reads
+    for blob, pieces in pieced.items():
+        copy_pieces(disk, [(_source(journal, f), pos, n) for f, pos, n in pieces], journal.q(blob))
     # Where each file's bytes will be when its action runs: an earlier rename brings other bytes
     # (a `.swap` renamed in, then rebuilt or truncated), an earlier delete leaves none.
     source: dict[str, str | None] = {}
@@ -140,6 +148,11 @@ def start(
     data["expect"] = logdir_state.record(journal, data["actions"])
     journal.set_state(APPLYING)
     return journal
+
+
+def _source(journal: Journal, file: str) -> str:
+    """A piece's file: absolute (a replica's, only read) or relative to the repaired PATH."""
+    return file if file.startswith("/") else journal.t(file)
 
 
 def refuse_unwritable(disk: Disk, plan: Plan) -> None:
@@ -275,6 +288,17 @@ def _apply(journal: Journal, entry: dict, rebuild: IndexRebuilder) -> None:
         if disk.exists(path):
             disk.rename(path, journal.t(action.to))
         dirs.add(parent_of(journal.t(action.to)))
+    elif kind == "write_file" and entry.get("pieces"):
+        # streamed (a segment can be a gigabyte), through the run's own temporary name
+        temp = journal.temp_name(path)
+        copy_range(
+            disk,
+            journal.q(entry["content_blob"]),
+            0,
+            disk.size(journal.q(entry["content_blob"])),
+            temp,
+        )
+        disk.rename(temp, path)
     elif kind == "write_file":
         content = disk.read_file(journal.q(entry["content_blob"]))
         disk.write_file_atomic(path, content, tmp=journal.temp_name(path))

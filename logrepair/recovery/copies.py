@@ -25,29 +25,35 @@ def copy_range(disk: Disk, src: str, position: int, length: int, dst: str) -> No
 
 
 def copy_ranges(disk: Disk, src: str, ranges: list[tuple[int, int]], dst: str) -> None:
-    """The `(position, length)` ranges of `src`, one after another, in a new file `dst`, fsynced.
+    """The `(position, length)` ranges of `src`, one after another, in a new file `dst`, fsynced."""
+    copy_pieces(disk, [(src, position, length) for position, length in ranges], dst)
+
+
+def copy_pieces(disk: Disk, pieces: list[tuple[str, int, int]], dst: str) -> None:
+    """The `(file, position, length)` ranges, one after another, in a new file `dst`, fsynced.
 
     Chunked with one reused buffer, so a 1 GiB tail costs 8 MiB of memory; zero blocks are holes."""
-    total = sum(length for _, length in ranges)
+    total = sum(length for _, _, length in pieces)
     buf = bytearray(min(COPY_CHUNK, max(total, 1)))
     view = memoryview(buf)
-    with disk.open(src) as fin, disk.open(dst, create=True) as fout:
+    with disk.open(dst, create=True) as fout:
         fout.truncate(0)
         out = 0
-        for position, length in ranges:
-            done = 0
-            while done < length:
-                hole = min(length, fin.data_from(position + done) - position) - done
-                if hole > 0:  # a hole in the source stays one
-                    done += hole
-                    out += hole
-                    continue
-                n = fin.read_into(position + done, view[: min(len(buf), length - done)])
-                if n <= 0:
-                    raise OSError(errno.EIO, f"{src} ended at {position + done} while copying")
-                write_sparse(fout, out, view[:n])
-                done += n
-                out += n
+        for src, position, length in pieces:
+            with disk.open(src) as fin:
+                done = 0
+                while done < length:
+                    hole = min(length, fin.data_from(position + done) - position) - done
+                    if hole > 0:  # a hole in the source stays one
+                        done += hole
+                        out += hole
+                        continue
+                    n = fin.read_into(position + done, view[: min(len(buf), length - done)])
+                    if n <= 0:
+                        raise OSError(errno.EIO, f"{src} ended at {position + done} while copying")
+                    write_sparse(fout, out, view[:n])
+                    done += n
+                    out += n
         fout.truncate(total)  # the length, with any trailing zero run as a hole
         fout.fsync()
 
