@@ -144,7 +144,7 @@ _KINDS = (
     ),
     DefectKind(
         "leader_epoch_beyond_end",
-        "a leader epoch in leader-epoch-checkpoint starts at or past the log end",
+        "a leader epoch in leader-epoch-checkpoint starts past the log end",
         ALL,
     ),
     DefectKind(

@@ -250,6 +250,12 @@ def test_leader_epochs_past_the_end_are_dropped(log_dir, mode):
     assert (pdir / layout.LEADER_EPOCH_CHECKPOINT).read_text() == "0\n2\n0 0\n3 5\n"
 
 
+def test_leader_epoch_at_the_log_end_is_no_defect(log_dir):
+    log_with_records(log_dir / "t-0", 10)
+    (log_dir / "t-0" / layout.LEADER_EPOCH_CHECKPOINT).write_text("0\n2\n0 0\n1 10\n")
+    assert kinds(log_dir) == []
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_leftovers_of_interrupted_operations(log_dir, mode):
     pdir = log_dir / "t-0"
