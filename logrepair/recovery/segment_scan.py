@@ -160,8 +160,9 @@ def scan_segment(
     highest leader epoch of the valid batches before this segment (`SegmentScan.max_epoch`)."""
     size = disk.size(path)
     seg = SegmentScan(base_offset, name, size)
-    offset_check = _OffsetIndexCheck.load(disk, index_paths[0], base_offset, seg, name)
-    time_check = _TimeIndexCheck.load(disk, index_paths[1], base_offset, seg, name)
+    active = next_base is None
+    offset_check = _OffsetIndexCheck.load(disk, index_paths[0], base_offset, seg, name, active)
+    time_check = _TimeIndexCheck.load(disk, index_paths[1], base_offset, seg, name, active)
     seg.has_index = index_paths[0] is not None
     seg.has_time_index = index_paths[1] is not None
 
@@ -530,12 +531,20 @@ class _IndexCheck:
         self.file = file
         self.problem: str | None = None
         self.against_log = False
+        self.active = False
+        """The partition's last segment: Kafka adds its last time index entry only when it closes
+        it, and rebuilds its indexes at an unclean start."""
 
     @classmethod
     def load(
-        cls, disk: Disk, path: str | None, base: int, seg: SegmentScan, name: str
+        cls, disk: Disk, path: str | None, base: int, seg: SegmentScan, name: str, active: bool
     ) -> Self | None:
-        """The check of the index at `path` (None: no such file, or too large to load)."""
+        """The check of the index at `path` (None: no such file, or too large to load).
+
+        The active (last) segment's indexes are preallocated while the broker runs and trimmed only
+        when it closes them, so after a crash their zero-filled slots are the expected state, which
+        Kafka's recovery of that segment rebuilds: not a finding there (all slots zero: nothing
+        indexed yet). Anywhere else the trim did not happen and it is one."""
         if path is None:
             return None
         file = _index_name(name, cls.SUFFIX)
@@ -544,13 +553,17 @@ class _IndexCheck:
             return None
         size = len(raw)
         check = cls(raw, base, seg, file)
+        check.active = active
         if size % cls.ENTRY:
             check.fail(
                 f"{cls.LABEL} file {path} is corrupt, found {size} bytes which is neither "
                 f"positive nor a multiple of {cls.ENTRY}"
             )
         zeros = _zero_tail(raw[: check.n * cls.ENTRY], cls.ENTRY)
-        if zeros and zeros < check.n:
+        if zeros and active and check.n > 1:
+            check.n -= zeros
+            check.check_entries(check.n)
+        elif zeros and zeros < check.n:
             check.fail(f"{zeros} zero-filled slots after the last entry (active at a crash)")
             check.check_entries(check.n - zeros)
             check.n -= zeros
@@ -687,7 +700,7 @@ class _TimeIndexCheck(_IndexCheck):
                 f"{log_last_offset}",
                 True,
             )
-        if self.problem is None and self.n == 0 and self.seg.max_timestamp >= 0:
+        if self.problem is None and self.n == 0 and self.seg.max_timestamp >= 0 and not self.active:
             self.fail(
                 f"empty, but the segment holds timestamps up to {self.seg.max_timestamp} "
                 "(lookups by time miss it)"
