@@ -82,6 +82,8 @@ class SegmentScan:
     has_txn_index: bool = False
     txn_corrupt_for_kafka: bool = False
     """`TransactionIndex.sanityCheck` fails: Kafka rebuilds the segment at load."""
+    txn_kafka_fatal: str | None = None
+    """Set with the above when the check throws a KafkaException instead: start-up aborts."""
     txn_entries: list[tuple[int, int, int, int]] = field(default_factory=list)
     """The `.txnindex` entries (producer id, first offset, last offset, last stable offset)."""
     has_txn_markers: bool = False
@@ -106,6 +108,8 @@ class SegmentScan:
     """The `.index` and `.timeindex` Kafka's recovery writes for its valid prefix, when the
     segment's own indexes will be replaced (from the batches of the same pass, through
     `storage.index_builder.recovery_index_bytes`)."""
+    kafka_index_differs: bool = False
+    """The indexes agree with the log but are not the bytes Kafka's recovery writes."""
     kafka_index_entries: int = 0
     """The first batch lies below the base offset in the name (`segment_name_mismatch`)."""
 
@@ -395,7 +399,10 @@ def scan_segment(
     rewrite = bool(seg.index_findings) or kafka_bytes < size or not seg.has_index
     rewrite = rewrite or not seg.has_time_index
     suspect = rewrite or seg.unordered or bool(seg.findings)  # offsets may go back somewhere
-    if suspect and not seg.kafka_pieces and not seg.kafka_invalid_offset:
+    # indexes that agree with the log can still differ from Kafka's rebuild (entries a crash
+    # lost, another index.interval.bytes): a recovered segment gets Kafka's bytes
+    compare = not suspect and offset_check is not None and time_check is not None
+    if (suspect or compare) and not seg.kafka_pieces and not seg.kafka_invalid_offset:
         try:
             kafka_index = recovery_index_bytes(
                 zip(kafka_points[0::3], kafka_points[1::3], kafka_points[2::3], strict=True),
@@ -404,6 +411,9 @@ def scan_segment(
                 UNBOUNDED_INDEX,
             )
             seg.kafka_index_entries = len(kafka_index[0]) // 8
+            if compare and offset_check is not None and time_check is not None:
+                seg.kafka_index_differs = kafka_index != (offset_check.raw, time_check.raw)
+                rewrite = seg.kafka_index_differs
             if rewrite:  # kept only where used, so memory follows the damage
                 seg.kafka_indexes = kafka_index
         except IndexOffsetOverflowError:
@@ -737,9 +747,12 @@ def _check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None
         seg.txn_entries.append((pid, first, last, lso))
         if problem is not None:
             continue
-        if (version >> 8) > 0 and (version >> 8) < 0x80:
-            problem = f"entry {k} has version {version >> 8}; Kafka reads only version 0"
+        if version > 0:
+            # `AbortedTxn.version()` is a signed short; the loader's sanity check throws a
+            # KafkaException (not a CorruptIndexException) above version 0: startup aborts
+            problem = f"entry {k} has version {version}; Kafka reads only version 0"
             seg.txn_corrupt_for_kafka = True
+            seg.txn_kafka_fatal = problem
         elif last < seg.base_offset:
             problem = (
                 f"Last offset of aborted transaction (producer {pid}, last offset {last}) is less "

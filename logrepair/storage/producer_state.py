@@ -85,7 +85,9 @@ class ProducerState:
         if producer_id == NO_PRODUCER_ID:
             return
         old = self._producers.get(producer_id)
-        txn_first = old.current_txn_first_offset if old and old.epoch == epoch else -1
+        # Kafka's `ProducerStateEntry.addBatch` bumps the epoch and keeps an open transaction's
+        # first offset (only its batch metadata is cleared): the abort that ends it spans both
+        txn_first = old.current_txn_first_offset if old else -1
         if old is not None and old.current_txn_first_offset >= 0 and not is_transactional:
             raise ProducerStateError(
                 f"Expected transactional write from producer {producer_id} at offset {base_offset} "

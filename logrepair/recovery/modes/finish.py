@@ -48,7 +48,8 @@ def finish_partition(pp: PartitionPlan, *, epochs_from: int | None, mode: str) -
             # Kafka leaves a segment it does not recover as it is, its `.txnindex` too
             _kafka_missing_time_index(pp, seg)
             continue
-        if seg.rebuild or (seg.new_size is None and index_needs_rebuild(seg, pp)):
+        stale = index_needs_rebuild(seg, pp) or (mode == "kafka" and seg.scan.kafka_index_differs)
+        if seg.rebuild or (seg.new_size is None and stale):
             if seg in pp.created and seg.scan.size == 0 and seg.new_size is None:
                 continue  # create_segment writes its indexes
             _plan_indexes(pp, seg, mode)
@@ -187,7 +188,8 @@ def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None) -> None:
         return
     content = format_checkpoint(0, [f"{e} {s}" for e, s in entries])
     reason = (
-        "malformed; rewritten from the epochs in the log"
+        "malformed (Kafka cannot load it: the log dir goes offline or the broker does not "
+        "start); rewritten from the epochs in the log"
         if p.leader_epoch_malformed is not None
         else "leader epochs that agree with the log"
     )

@@ -37,6 +37,12 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
     for seg in segs:
         missing_index = not pp.exists(seg.stem() + layout.INDEX_SUFFIX)
         if (missing_index or seg.scan.txn_corrupt_for_kafka) and seg not in pp.created:
+            if not missing_index and seg.scan.txn_kafka_fatal:
+                pp.plan.notes.append(
+                    f"{seg.stem()}.txnindex: {seg.scan.txn_kafka_fatal}: Kafka's load throws "
+                    "(KafkaException) and the broker does not start; kafka mode recovers the "
+                    "segment and rebuilds the index instead, as for a corrupt one"
+                )
             _recover(
                 pp,
                 seg,
@@ -91,7 +97,7 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         )
         return 0
     pp.recovered.add(seg.log)
-    replayed = _replayed_txn_entries(pp)
+    replayed = _replayed_txn_entries(pp, seg.base)
     if replayed is not None and scan.name.endswith(layout.LOG_SUFFIX):
         # `LogSegment.recover` empties the `.txnindex` and appends each aborted transaction the
         # producer-state replay completes in this segment (spec rec §6.6.1 steps 1, 3f). (A
@@ -150,16 +156,20 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
 
 
 def _replayed_txn_entries(
-    pp: PartitionPlan,
+    pp: PartitionPlan, base: int
 ) -> dict[int, list[tuple[int, int, int, int]]] | None:
     """Each segment's aborted transactions (by base offset), from a producer-state replay of the
     bytes Kafka's recovery keeps; read once per partition, and only when a marker is there.
 
     Kafka replays from its latest producer snapshot; this replays from the first segment, which
-    gives the same entries when the whole history is there (the log starts at offset 0): only then
-    is it used. Otherwise None: each segment keeps the entries of its old index that still fit."""
+    gives the same entries when the whole history is there (the log starts at offset 0) and
+    intact below the segment at `base` (Kafka never reads a damaged segment below the recovery
+    point; the replay would stop in it): only then is it used. Otherwise None: each segment keeps
+    the entries of its old index that still fit."""
     p = pp.p
     if not p.segments or p.segments[0].base_offset != 0:
+        return None
+    if any(s.findings for s in p.segments if s.base_offset < base):
         return None
     if pp.replayed_txn is None:
         pp.replayed_txn = {}
