@@ -1,12 +1,15 @@
 """`logrepair verify PATH`: every byte of a log dir or partition dir accounted for; changes nothing.
 
-Exit status 0 when clean, 1 when any defect is found, 2 when PATH is unusable.
+Exit status 0 when clean (notices alone leave it clean), 1 when any damage is found, 2 when PATH is
+unusable.
 """
 
 from __future__ import annotations
 
 import argparse
 
+from ..recovery.defects import is_notice
+from ..recovery.findings import Finding
 from ..recovery.planner import fixing_modes
 from ..recovery.scan import LogDirScan, scan_path
 from ._recovery_options import add_command, emit, on_path
@@ -46,11 +49,22 @@ def render(result: LogDirScan) -> str:
         )
     findings = result.all_findings()
     fixers = fixing_modes(result)
-    if not findings:
+    damage = [f for f in findings if not is_notice(f.kind)]
+    notices = [f for f in findings if is_notice(f.kind)]
+    if not damage:
         lines.append("clean: no defects")
-        return "\n".join(lines)
-    lines.append("")
-    lines.append(f"{len(findings)} defect(s):")
+    if damage:
+        lines.append("")
+        lines.append(f"{len(damage)} defect(s):")
+        _render_findings(lines, damage, fixers)
+    if notices:
+        lines.append("")
+        lines.append(f"{len(notices)} notice(s) (not damage):")
+        _render_findings(lines, notices, fixers)
+    return "\n".join(lines)
+
+
+def _render_findings(lines: list[str], findings: list[Finding], fixers: dict) -> None:
     for f in findings:
         where = f.file or "."
         if f.position is not None:
@@ -64,4 +78,3 @@ def render(result: LogDirScan) -> str:
         if f.detail:
             lines.append(f"      {f.detail}")
         lines.append(f"      fixed by: {modes}")
-    return "\n".join(lines)

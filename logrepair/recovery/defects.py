@@ -24,6 +24,9 @@ class DefectKind:
     fixed_by: tuple[str, ...]
     data: bool = False
     """True when the defect is in `.log` bytes (decides where point-in-time truncates)."""
+    notice: bool = False
+    """Valid but worth saying (design: severity): reported, repaired, but not damage, so verify and
+    the audit still exit 0 on it."""
 
 
 _KINDS = (
@@ -108,7 +111,14 @@ _KINDS = (
     # leftovers of interrupted operations
     DefectKind("swap_leftover", "a `.swap` file of an interrupted compaction or split", ALL),
     DefectKind("cleaned_leftover", "a `.cleaned` file of an interrupted compaction or split", ALL),
-    DefectKind("deleted_leftover", "a `.deleted` file that was due for asynchronous deletion", ALL),
+    # A broker leaves these after every compaction, retention or roll-back until file.delete.delay.ms
+    # passes, and across a clean shutdown: Kafka deletes them at its next start.
+    DefectKind(
+        "deleted_leftover",
+        "a `.deleted` file that was due for asynchronous deletion (a notice)",
+        ALL,
+        notice=True,
+    ),
     DefectKind(
         "tmp_leftover", "a `.tmp` file of an interrupted checkpoint write (Kafka ignores it)", ALL
     ),
@@ -209,6 +219,15 @@ def kind(name: str) -> DefectKind:
 
 def is_data_defect(name: str) -> bool:
     return kind(name).data
+
+
+def is_notice(name: str) -> bool:
+    """A finding that is not damage (exit status 0; `severity: notice` in JSON)."""
+    return kind(name).notice
+
+
+def severity(name: str) -> str:
+    return "notice" if is_notice(name) else "damage"
 
 
 def kinds_markdown() -> str:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .defects import severity
+
 
 @dataclass(slots=True)
 class Finding:
@@ -28,4 +30,5 @@ class Finding:
             "length": self.length,
             "offset": self.offset,
             "detail": self.detail,
+            "severity": severity(self.kind),
         }

@@ -22,6 +22,7 @@ from ..storage.layout import FileKind, TopicPartition
 from ..storage.leader_epoch import read_leader_epochs
 from ..storage.partition_metadata import read_partition_metadata
 from ..storage.producer_snapshot import CorruptSnapshotError, read_snapshot
+from .defects import is_notice
 from .findings import Finding
 from .segment_scan import SegmentScan, scan_segment
 from .settings import Settings
@@ -140,7 +141,8 @@ class LogDirScan:
 
     @property
     def clean(self) -> bool:
-        return not self.findings and not any(p.all_findings for p in self.partitions)
+        """No damage (notices do not count)."""
+        return all(is_notice(f.kind) for f in self.all_findings())
 
     def all_findings(self) -> list[Finding]:
         out = list(self.findings)
