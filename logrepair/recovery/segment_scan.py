@@ -775,8 +775,6 @@ def _check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None
 def _zero_tail(raw: bytes, entry: int) -> int:
     """Count of all-zero entries at the end (preallocated slots a crash left)."""
     n = len(raw) // entry
-    k = 0
-    zero = bytes(entry)
-    while k < n and raw[(n - k - 1) * entry : (n - k) * entry] == zero:
-        k += 1
-    return k
+    # rstrip runs in C: a crashed broker's preallocated 10 MiB index is 1.3M slots to look at
+    used = len(bytes(raw[: n * entry]).rstrip(b"\0"))
+    return n - -(-used // entry)
