@@ -118,6 +118,9 @@ public final class Broker {
         p.setProperty("transaction.state.log.min.isr", "1");
         p.setProperty("transaction.state.log.num.partitions", "2");
         p.setProperty("group.initial.rebalance.delay.ms", "0");
+        // A restarted node waits out its previous incarnation's session before it is unfenced.
+        p.setProperty("broker.session.timeout.ms", "2000");
+        p.setProperty("broker.heartbeat.interval.ms", "500");
         p.setProperty("log.cleaner.enable", "true");
         p.setProperty("log.cleaner.backoff.ms", "500");
         p.setProperty("log.cleaner.threads", "1");
