@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from typing import Self
 
 from ..format.batch import CONTROL_MASK, TRANSACTIONAL_MASK, RecordBatch
+from ..format.crc import crc32c
 from ..format.errors import Defect
 from ..format.walker import CRC_VALID_KINDS
 from ..storage.abstract_index import IndexOffsetOverflowError, InvalidOffsetError
@@ -40,6 +41,7 @@ _TIME_ENTRY = struct.Struct(">qi")
 TXN_ENTRY = struct.Struct(">hqqqq")
 TXN_ENTRY_SIZE = 34
 _TXN_MARKER = TRANSACTIONAL_MASK | CONTROL_MASK
+_V2_MIN_LENGTH = 49  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD (61) less the offset and length
 
 
 @dataclass(slots=True)
@@ -88,6 +90,8 @@ class SegmentScan:
     """The `.txnindex` entries (producer id, first offset, last offset, last stable offset)."""
     has_txn_markers: bool = False
     """A transaction's COMMIT or ABORT marker is among the batches Kafka's recovery reads."""
+    has_txn_batches: bool = False
+    """A transactional batch (data or marker) is among the batches Kafka's recovery reads."""
     max_timestamp: int = -1
     misnamed: bool = False
     unordered: bool = False
@@ -208,7 +212,8 @@ def scan_segment(
             )
             if not kafka_on:
                 continue
-            if item.kind not in CRC_VALID_KINDS:
+            kept = _kafka_keeps_bad_magic(disk, path, item) if item.kind == "bad_magic" else None
+            if item.kind not in CRC_VALID_KINDS and kept is None:
                 kafka_on = False
                 continue
             # A batch whose CRC holds: Kafka's recovery keeps it (spec fmt §2.9) and goes through
@@ -216,7 +221,7 @@ def scan_segment(
             header = batch_header(disk, path, item.position)
             position = item.position
             first = header.base_offset
-            batch_size = item.length
+            batch_size = item.length if kept is None else kept
             last_off = header.last_offset
             ts = header.max_timestamp
             strict = False
@@ -226,8 +231,11 @@ def scan_segment(
             if cls is RecordBatch:  # plain attributes: the per-batch cost is most of a scan's CPU
                 batch_size = len(item.raw)
                 last_off = first + item.last_offset_delta
-                if item.attributes & _TXN_MARKER == _TXN_MARKER and kafka_on:
-                    seg.has_txn_markers = True
+                attributes = item.attributes
+                if attributes & TRANSACTIONAL_MASK and kafka_on:
+                    seg.has_txn_batches = True
+                    if attributes & _TXN_MARKER == _TXN_MARKER:
+                        seg.has_txn_markers = True
             else:
                 batch_size = item.size
                 last_off = item.last_offset
@@ -251,6 +259,8 @@ def scan_segment(
                 add_point((kafka_bytes, last_off, -1 if ts is None else ts))
                 kafka_bytes += batch_size
                 kafka_last = last_off
+                if cls is Defect and batch_size < item.length:
+                    kafka_on = False  # Kafka reads on past the batch, into what the walker skipped
         # Index entries are visited only at the batches they name: most batches skip both calls.
         # (A flagged batch whose CRC holds is one Kafka's recovery indexes.)
         if position >= oc_next:
@@ -716,6 +726,21 @@ class _TimeIndexCheck(_IndexCheck):
                 "(lookups by time miss it)"
             )
         self.report()
+
+
+def _kafka_keeps_bad_magic(disk: Disk, path: str, defect: Defect) -> int | None:
+    """A batch with magic 3-127 is read by Kafka as v2 and kept when its CRC holds (the CRC does
+    not cover the magic byte; spec-notes): its size, when that is so at the start of `defect`."""
+    with disk.open(path) as f:
+        head = f.read_at(defect.position, 21)
+        if len(head) < 21:
+            return None
+        length = int.from_bytes(head[8:12], "big", signed=True)
+        size = 12 + length
+        if not 3 <= head[16] <= 127 or length < _V2_MIN_LENGTH or size > defect.length:
+            return None
+        body = f.read_at(defect.position + 21, size - 21)
+    return size if crc32c(body) == int.from_bytes(head[17:21], "big") else None
 
 
 def _index_name(log_name: str, suffix: str) -> str:

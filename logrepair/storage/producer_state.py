@@ -42,6 +42,10 @@ class ProducerState:
     def entries(self) -> tuple[ProducerEntry, ...]:
         return tuple(self._producers[pid] for pid in sorted(self._producers))
 
+    def ongoing(self) -> list[tuple[int, int]]:
+        """(first offset, producer id) of every open transaction, by first offset."""
+        return sorted(self._ongoing.items())
+
     def append_batch(self, batch) -> AbortedTxn | None:
         """Feeds one batch (format's Batch) to the state; returns the `.txnindex` entry of an abort.
 

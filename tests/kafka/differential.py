@@ -10,21 +10,25 @@ all), logrepair repairs the other, and `compare` lists the divergences.
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
+import struct
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from logrepair.format.walker import Walker
-from logrepair.recovery.repair import RepairResult, repair
+from logrepair.recovery.repair import repair
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout
 from logrepair.storage.osdisk import OsDisk
 from simulator import inject
 from simulator.disk import SimDisk
-from simulator.faults import crash_states
-from simulator.workload import WorkloadSpec, run_workload
+from simulator.faults import CRASH_FAULTS, crash_states
+from simulator.inject import INJECT_FAULTS
+from simulator.workload import CODECS, WorkloadSpec, run_workload
 
 from .harness import RecoverServer
 
@@ -52,7 +56,8 @@ class Outcome:
 
     case: Case
     kafka: dict[str, Any] = field(default_factory=dict)
-    repair: RepairResult | None = None
+    repair: dict[str, Any] = field(default_factory=dict)
+    """logrepair's result as `repair --json` prints it."""
     divergences: list[str] = field(default_factory=list)
     preallocation_only: list[str] = field(default_factory=list)
     """Index files equal but for Kafka's preallocated zeros (the active segment's)."""
@@ -71,10 +76,8 @@ def build(case: Case, root: Path) -> Path | None:
 
     disk.listeners.append(at)
     run_workload(case.spec, disk)
-    if not states:
-        states.extend(crash_states(disk, len(disk.trace) - 1, [case.crash_fault], case.spec.seed))
-    if not states:
-        return None
+    if not states:  # past the end, or nothing pending there for this fault: the process dies
+        states.extend(crash_states(disk, len(disk.trace) - 1, ["process_crash"], case.spec.seed))
     state = states[case.variant % len(states)]
     state.image.write_to(str(root))
     log_dir = root / case.spec.log_dir.lstrip("/")
@@ -117,8 +120,9 @@ def kafka_config(spec: WorkloadSpec) -> dict[str, int]:
     }
 
 
-def run_case(case: Case, work: Path, server: RecoverServer) -> Outcome | None:
-    """Builds `case` twice under `work`, recovers one copy with Kafka and repairs the other."""
+def run_case(case: Case, work: Path, server: RecoverServer, *, cli: bool = False) -> Outcome | None:
+    """Builds `case` twice under `work`, recovers one copy with Kafka and repairs the other
+    (in-process, or with `cli` through `logrepair repair --mode kafka --json` in a subprocess)."""
     built = build(case, work / "a")
     if built is None:
         return None
@@ -129,16 +133,78 @@ def run_case(case: Case, work: Path, server: RecoverServer) -> Outcome | None:
         outcome.kafka[pdir.name] = server.recover(
             pdir, from_log_dir=True, clean_shutdown=False, config=kafka_config(case.spec)
         )
-    outcome.repair = repair(
-        OsDisk(), str(ours), "kafka", settings_for(case.spec), quarantine_root=str(work / "q")
-    )
+    outcome.repair = (repair_cli if cli else repair_in_process)(ours, work / "q", case.spec)
     compare(built, ours, outcome)
+    reload_repaired(ours, outcome, server)
     return outcome
+
+
+def reload_repaired(ours: Path, outcome: Outcome, server: RecoverServer) -> None:
+    """Kafka loads logrepair's result (on a copy) as a restarted broker would: it must not fail
+    unless logrepair said it would, and its recovery must find nothing to cut or delete."""
+    again = ours.parent.parent / "again"
+    shutil.copytree(ours.parent, again, symlinks=True)
+    for pdir in partition_dirs(again / ours.name):
+        before = {p.name: p.stat().st_size for p in pdir.iterdir() if p.name.endswith(".log")}
+        answer = server.recover(
+            pdir, from_log_dir=True, clean_shutdown=False, config=kafka_config(outcome.case.spec)
+        )
+        if answer["error"] is not None:
+            if not _says_kafka_fails(outcome.repair, pdir.name):
+                err = answer["error"]
+                outcome.divergences.append(
+                    f"{pdir.name}: Kafka fails on logrepair's result ({err['class']}: "
+                    f"{err['message']}) and the plan does not say so"
+                )
+            continue
+        after = {s["base_offset"]: s["size"] for s in answer["segments"]}
+        kept = {layout.offset_from_file_name(n): size for n, size in before.items()}
+        if after != kept:
+            outcome.divergences.append(
+                f"{pdir.name}: Kafka's recovery of logrepair's result changes it: segments "
+                f"{kept} become {after}"
+            )
+
+
+def repair_in_process(log_dir: Path, quarantine: Path, spec: WorkloadSpec) -> dict[str, Any]:
+    result = repair(
+        OsDisk(), str(log_dir), "kafka", settings_for(spec), quarantine_root=str(quarantine)
+    )
+    return result.to_json()
+
+
+def repair_cli(log_dir: Path, quarantine: Path, spec: WorkloadSpec) -> dict[str, Any]:
+    cfg = spec.config()
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "logrepair",
+            "repair",
+            str(log_dir),
+            "--mode",
+            "kafka",
+            "--json",
+            "--quarantine",
+            str(quarantine),
+            "--index-interval-bytes",
+            str(cfg.index_interval_bytes),
+            "--segment-index-bytes",
+            str(cfg.segment_index_bytes),
+            "--message-max-bytes",
+            str(cfg.max_message_bytes),
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode not in (0, 1):
+        raise AssertionError(f"logrepair repair exited {proc.returncode}: {proc.stderr.strip()}")
+    return json.loads(proc.stdout)
 
 
 def compare(theirs: Path, ours: Path, outcome: Outcome) -> None:
     """Fills `outcome.divergences`: per partition, the segment files, indexes and log end."""
-    assert outcome.repair is not None
     for name, answer in outcome.kafka.items():
         if answer["error"] is not None:
             outcome.kafka_failed = True
@@ -149,6 +215,11 @@ def compare(theirs: Path, ours: Path, outcome: Outcome) -> None:
                     "does not say so"
                 )
             continue
+        if _says_kafka_fails(outcome.repair, name):
+            outcome.divergences.append(
+                f"{name}: logrepair says Kafka cannot load it, but Kafka does: "
+                + "; ".join(_failure_claims(outcome.repair, name))
+            )
         k_dir, o_dir = theirs / name, ours / name
         k_files = _segment_files(k_dir, answer)
         o_files = _segment_files(o_dir, None) if o_dir.is_dir() else {}
@@ -176,6 +247,11 @@ def compare(theirs: Path, ours: Path, outcome: Outcome) -> None:
                     f"{name}/{file}: differs (Kafka {len(k)} bytes, logrepair {len(o)}, first "
                     f"difference at {_first_difference(k, o)})"
                 )
+        k_epochs, o_epochs = _epochs(k_dir), _epochs(o_dir)
+        if k_epochs != o_epochs:
+            outcome.divergences.append(
+                f"{name}: leader epochs Kafka {k_epochs}, logrepair {o_epochs}"
+            )
         ours_end = log_end_offset(o_dir) if o_dir.is_dir() else None
         if ours_end != answer["log_end_offset"]:
             outcome.divergences.append(
@@ -183,13 +259,17 @@ def compare(theirs: Path, ours: Path, outcome: Outcome) -> None:
             )
 
 
-def _says_kafka_fails(result: RepairResult, partition: str) -> bool:
-    """logrepair's plan says, about this partition, that Kafka cannot load it (in a note, a defect
-    it leaves, or the reason of an action that repairs what Kafka fails on)."""
-    texts = [*result.plan.notes, *(str(d) for d in result.plan.left)]
-    texts += [f"{a.file}: {a.reason}" for a in result.plan.actions]
+def _failure_claims(result: dict[str, Any], partition: str) -> list[str]:
+    """What logrepair's plan says, about this partition, of Kafka failing to load it (in a note,
+    a defect it leaves, or the reason of an action that repairs what Kafka fails on)."""
+    texts = [*result["notes"], *(json.dumps(d) for d in result["left"])]
+    texts += [f"{a['file']}: {a['reason']}" for a in result["actions"]]
     words = ("does not start", "startup aborts", "start-up aborts", "offline")
-    return any(partition + "/" in t and any(w in t for w in words) for t in texts)
+    return [t for t in texts if partition + "/" in t and any(w in t for w in words)]
+
+
+def _says_kafka_fails(result: dict[str, Any], partition: str) -> bool:
+    return bool(_failure_claims(result, partition))
 
 
 def _segment_files(pdir: Path, answer: dict | None) -> dict[str, bytes]:
@@ -200,6 +280,14 @@ def _segment_files(pdir: Path, answer: dict | None) -> dict[str, bytes]:
         if p.name.endswith(SEGMENT_FILES) and p.name not in gone and p.is_file():
             out[p.name] = p.read_bytes()
     return out
+
+
+def _epochs(pdir: Path) -> list[str] | None:
+    """The leader-epoch-checkpoint's entry lines (a missing file reads as none, as Kafka's)."""
+    path = pdir / layout.LEADER_EPOCH_CHECKPOINT
+    if not path.exists():
+        return []
+    return path.read_text(errors="replace").splitlines()[2:]
 
 
 def _is_preallocation(kafka: bytes, ours: bytes) -> bool:
@@ -215,26 +303,128 @@ def _first_difference(a: bytes, b: bytes) -> int:
 
 
 def log_end_offset(pdir: Path) -> int | None:
-    """As Kafka computes it: the next offset after the last batch of the last segment, or that
-    segment's base offset when it holds none."""
+    """As Kafka's `readNextOffset` computes it: the next offset after the last batch of the last
+    segment, batches read by their size fields alone (no CRC check), or that segment's base
+    offset when it holds none."""
     logs = sorted(p for p in pdir.iterdir() if p.name.endswith(layout.LOG_SUFFIX))
     if not logs:
         return None
     data = logs[-1].read_bytes()
     end = int(logs[-1].name.split(".")[0])
-    for item in Walker(memoryview(data), file_size=len(data)):
-        if hasattr(item, "last_offset"):
-            end = item.last_offset + 1
+    position = 0
+    while position + 17 < len(data):
+        base, length = struct.unpack_from(">qi", data, position)
+        if length < 14 or position + 12 + length > len(data):
+            break
+        last = base
+        if data[position + 16] >= 2 and position + 27 <= len(data):
+            last += struct.unpack_from(">i", data, position + 23)[0]
+        end = last + 1
+        position += 12 + length
     return end
 
 
-def random_case(rng: random.Random, spec: WorkloadSpec, faults: list[str], injects: list[str]):
-    """A case from a seeded generator (the thorough run's driver uses it)."""
+def random_spec(rng: random.Random) -> WorkloadSpec:
+    """A small workload over the whole parameter space: every codec, transactions, compaction,
+    retention, truncations, leader epochs, several segments, both index intervals."""
+    segment_bytes = rng.choice([600, 1200, 4096])
+    records = rng.randint(1, 4)
+    lo = rng.randint(8, 120)
+    hi = min(lo + rng.randint(0, 200), (segment_bytes - 200) // records - 20)
+    return WorkloadSpec(
+        seed=rng.randrange(2**16),
+        partitions=rng.randint(1, 2),
+        appends=rng.randint(1, 40),
+        records=(1, records),
+        record_bytes=(min(lo, hi), hi),
+        keys=rng.randint(0, 8),
+        codecs=tuple(rng.sample(list(CODECS), rng.randint(1, 3))),
+        transactions=rng.choice([0.0, 0.3, 1.0]),
+        segment_bytes=segment_bytes,
+        index_interval_bytes=rng.choice([0, 64, 256, 4096]),
+        flush_every=rng.randint(0, 6),
+        checkpoint_every=rng.randint(0, 6),
+        retention_bytes=rng.choice([-1, 2500]),
+        retention_every=rng.randint(0, 5),
+        truncate_every=rng.choice([0, 7]),
+        leader_epoch_every=rng.choice([0, 5]),
+        compact_at_end=rng.random() < 0.2,
+    )
+
+
+def random_case(seed: int, n: int) -> Case:
+    """Case `n` of the seeded run `seed`: reproducible on its own, whatever ran before it."""
+    rng = random.Random(f"{seed}:{n}")
+    spec = random_spec(rng)
     return Case(
         spec,
-        rng.randrange(0, 600),
-        rng.choice(faults),
+        rng.randrange(0, 400),
+        rng.choice(list(CRASH_FAULTS)),
         rng.randrange(8),
-        rng.choice([None, *injects]),
+        rng.choice([None, None, *INJECT_FAULTS]),
         rng.randrange(1000),
     )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """The long differential run: `python -m tests.kafka.differential --cases 5000 --seed 1`."""
+    import argparse
+    import collections
+    import re
+    import tempfile
+    import time
+
+    from .harness import recover_server
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--cases", type=int, default=1000)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--case", type=int, help="run only this case and keep its dirs")
+    args = parser.parse_args(argv)
+    numbers = [args.case] if args.case is not None else range(args.cases)
+    kinds: collections.Counter[str] = collections.Counter()
+    first: dict[str, str] = {}
+    stats: collections.Counter[str] = collections.Counter()
+    faults: collections.Counter[str] = collections.Counter()
+    started = time.perf_counter()
+    shm = "/dev/shm" if Path("/dev/shm").is_dir() else None
+    with recover_server() as server:
+        for n in numbers:
+            case = random_case(args.seed, n)
+            work = Path(tempfile.mkdtemp(prefix="oracle-", dir=shm))
+            try:
+                outcome = run_case(case, work, server)
+            finally:
+                if args.case is None:
+                    shutil.rmtree(work, ignore_errors=True)
+            if outcome is None:
+                stats["no partition at the crash"] += 1
+                continue
+            stats["cases"] += 1
+            faults[case.crash_fault] += 1
+            faults[f"inject {case.inject}"] += case.inject is not None
+            stats["Kafka fails the partition"] += outcome.kafka_failed
+            stats["Kafka deletes a segment"] += any(
+                f.endswith(layout.LOG_SUFFIX)
+                for a in outcome.kafka.values()
+                for f in a.get("deleted", [])
+            )
+            stats["index differs only by preallocation"] += bool(outcome.preallocation_only)
+            for d in outcome.divergences:
+                key = re.sub(r"\d+", "N", d)[:160]
+                kinds[key] += 1
+                first.setdefault(key, f"case {n}: {d}")
+            if args.case is not None:
+                print(case)
+                print(json.dumps({"kafka": outcome.kafka, "repair": outcome.repair}, indent=1))
+                print(f"kept in {work}")
+    print(f"{dict(stats)} in {time.perf_counter() - started:.0f} s (seed {args.seed})")
+    print("cases by fault:", ", ".join(f"{k} {v}" for k, v in sorted(faults.items())))
+    print(f"divergences: {sum(kinds.values())}")
+    for key, count in kinds.most_common():
+        print(f"{count:6}  {first[key]}")
+    return 1 if kinds else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

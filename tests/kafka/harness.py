@@ -54,7 +54,7 @@ def build_dir() -> Path:
 
 
 def _tool(name: str, env_var: str) -> str:
-    found = os.environ.get(env_var) or shutil.which(name)
+    found = shutil.which(os.environ.get(env_var) or name)
     if not found:
         raise HarnessUnavailable(f"Kafka oracle tests need {name} on PATH (or {env_var})")
     return found
@@ -104,9 +104,14 @@ def _java_home(java: str) -> str:
 
 def command(sub: str, *args: str) -> list[str]:
     """The command line running harness subcommand SUB (building the harness first if needed)."""
+    return java_command(MAIN, sub, *args)
+
+
+def java_command(main_class: str, *args: str) -> list[str]:
+    """The command line running any main class on the harness's classpath (Kafka's own tools)."""
     target = ensure_built()
     classpath = f"{target / 'classes'}:{(target / 'classpath.txt').read_text().strip()}"
-    return [_tool("java", "JAVA"), *JVM_OPTIONS, "-cp", classpath, MAIN, sub, *args]
+    return [_tool("java", "JAVA"), *JVM_OPTIONS, "-cp", classpath, main_class, *args]
 
 
 def run(sub: str, *args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:

@@ -212,6 +212,7 @@ public final class Recover {
                 if (close.equals("clean")) log.close();
                 else log.closeHandlers();
             }
+            drainScheduler();
         }
         Map<String, Long> after = listing(dir);
         ArrayNode deleted = answer.putArray("deleted");
@@ -221,6 +222,19 @@ public final class Recover {
         ObjectNode files = answer.putObject("files");
         after.forEach(files::put);
         return answer;
+    }
+
+    /**
+     * Waits for the tasks recovery handed the scheduler to run now (the leader-epoch checkpoint's
+     * asynchronous flush): a no-op scheduled after them on the single scheduler thread runs last.
+     * Deletes delayed by file.delete.delay.ms stay pending.
+     */
+    private static void drainScheduler() {
+        try {
+            scheduler.schedule("oracle-barrier", () -> { }, 0L, -1L).get();
+        } catch (Exception e) {
+            throw new IllegalStateException("scheduler barrier failed", e);
+        }
     }
 
     /** LogManager.loadLogs: a checkpoint that cannot be read is an empty map (a warning), not a failure. */
