@@ -1,5 +1,6 @@
-"""Fixtures of the real-broker tests: the Kafka harness (required under CI, else skipped with the
-reason) and the session's broker log dirs (written once per harness and workload version)."""
+"""Fixtures of the real-broker tests: the session's broker log dirs (written once per harness and
+workload version; the harness itself comes from conftest's `kafka_harness`, required under CI), and
+the real CLI."""
 
 from __future__ import annotations
 
@@ -18,21 +19,10 @@ from .broker_workload import broker_dirs
 REPO = harness.REPO
 
 
-def require_harness() -> None:
-    """Builds the harness; without Java, Maven or the jars: a failure under CI, a skip elsewhere."""
-    try:
-        harness.ensure_built()
-    except harness.HarnessUnavailable as e:
-        if os.environ.get("CI"):
-            pytest.fail(str(e), pytrace=False)
-        pytest.skip(str(e))
-
-
 @pytest.fixture(scope="session")
-def real_broker_dirs() -> dict[str, Any]:
+def real_broker_dirs(kafka_harness) -> dict[str, Any]:
     """{"clean": Path, "killed": Path, "facts": dict}: what a real Kafka 4 broker left (see
     `broker_workload.broker_dirs`). Read-only: copy before changing."""
-    require_harness()
     dirs = broker_dirs()
     return {**dirs, "facts": json.loads(dirs["facts"].read_text())}
 
