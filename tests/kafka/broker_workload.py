@@ -352,6 +352,10 @@ class Consumed:
     corrupt_at: dict[str, int]
 
 
+def _partitions(consumer: KafkaConsumer, topics: tuple[str, ...]) -> list[TopicPartition]:
+    return [TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t))]
+
+
 def consume_all(
     bootstrap: str, topics: tuple[str, ...], isolation: str, timeout: float = 60
 ) -> Consumed:
@@ -365,9 +369,7 @@ def consume_all(
         fetch_max_wait_ms=100,
     )
     try:
-        parts = [
-            TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t))
-        ]
+        parts = _partitions(consumer, topics)
         consumer.assign(parts)
         consumer.seek_to_beginning()
         ends = consumer.end_offsets(parts)
@@ -407,9 +409,7 @@ def wait_for_stable(bootstrap: str, topics: tuple[str, ...], timeout: float = 30
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level="read_committed")
     other = KafkaConsumer(bootstrap_servers=bootstrap)
     try:
-        parts = [
-            TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t))
-        ]
+        parts = _partitions(consumer, topics)
         deadline = time.monotonic() + timeout
         while consumer.end_offsets(parts) != other.end_offsets(parts):
             if time.monotonic() > deadline:
@@ -425,9 +425,7 @@ def end_offsets(bootstrap: str, topics: tuple[str, ...]) -> dict[str, int]:
     which a one-node cluster keeps at its log end)."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
     try:
-        parts = [
-            TopicPartition(t, p) for t in topics for p in sorted(consumer.partitions_for_topic(t))
-        ]
+        parts = _partitions(consumer, topics)
         return {f"{tp.topic}-{tp.partition}": o for tp, o in consumer.end_offsets(parts).items()}
     finally:
         consumer.close()

@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
+import java.io.FileDescriptor;
+import java.io.FileOutputStream;
 import java.io.InputStreamReader;
 import java.io.PrintStream;
 import java.io.PrintWriter;
@@ -33,6 +35,7 @@ public final class Dump {
 
     /** Thrown in place of the JVM exit kafka-dump-log asks for on bad arguments. */
     private static final class ExitRequested extends RuntimeException {
+        private static final long serialVersionUID = 1L;
         final int status;
 
         ExitRequested(int status) {
@@ -46,7 +49,7 @@ public final class Dump {
         Exit.setExitProcedure((status, message) -> {
             throw new ExitRequested(status);
         });
-        PrintStream stdout = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true, StandardCharsets.UTF_8);
+        PrintStream stdout = new PrintStream(new FileOutputStream(FileDescriptor.out), true, StandardCharsets.UTF_8);
         if (args.length == 1 && args[0].equals("--jobs")) {
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
             String line;
