@@ -36,12 +36,13 @@ from .broker_workload import (
 MODES = ("kafka", "point-in-time", "salvage")
 # (partition, fault, seed): a torn and a garbage tail above the recovery point (unflushed writes of
 # the burst the kill cut short), a bit flip in a batch below it, a corrupt offset index under a
-# transactional partition.
+# transactional partition, a torn last commit of the consumer groups.
 DAMAGE = (
     ("events-0", "torn_tail", 1),
     ("events-1", "garbage_tail", 1),
     ("events-2", "bit_flip", 3),
     ("txn-0", "corrupt_index", 1),
+    ("__consumer_offsets-1", "torn_tail", 2),
 )
 # Values of the transactions the history aborted (kafka-python n % 3 == 1, aiokafka odd n) and of the
 # one the kill left open, which the restarted coordinator aborts.
