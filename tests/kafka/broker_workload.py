@@ -305,18 +305,26 @@ def source_key() -> str:
     return digest.hexdigest()[:16]
 
 
+def _cache() -> Path:
+    return harness.REPO / "build" / "kafka-broker-dirs"
+
+
 def broker_dirs(root: Path | None = None) -> dict[str, Path]:
     """`{"clean": ..., "killed": ...}`: the log dirs of the history above, made once and cached,
     and `"facts"`: a JSON file of what the broker said just before its clean shutdown (`end_offsets`
     per partition, `committed` offsets per group, and the `ports` a restart on either dir must use).
     Tests must copy a dir before changing it."""
-    root = root or harness.REPO / "build" / "kafka-broker-dirs" / source_key()
+    root = root or _cache() / source_key()
     done = root / "done"
     dirs = {"clean": root / "clean", "killed": root / "killed", "facts": root / "facts.json"}
     if done.exists():
         return dirs
-    if root.exists():
-        shutil.rmtree(root)
+    # this key's leftovers, and in the cache the dirs of other (stale) keys
+    cached = root == _cache() / source_key() and _cache().is_dir()
+    for old in list(_cache().iterdir()) if cached else [root]:
+        if old.is_dir():
+            shutil.rmtree(old)
+    root.mkdir(parents=True)
     work = root / "work"
     with Broker(work) as broker:
         ports = broker.ports

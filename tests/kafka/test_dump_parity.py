@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import subprocess
 
 import pytest
@@ -95,6 +96,8 @@ def test_the_cases_cover_every_kind_of_file_and_the_deliberate_difference(kafka_
         if "/" in path
     }
     assert suffixes >= {"log", "index", "timeindex", "txnindex", "snapshot", "checkpoint"}
+    dumped = {path for job, _ in kafka_dumps.values() for path in job[1].split(",")}
+    assert any(re.search(r"/\d{20}-\d{10}\.checkpoint$", p) for p in dumped)  # a KRaft snapshot
     died = {case for case, (_, kafka) in kafka_dumps.items() if kafka["exception"]}
     assert died == {("killed", "index-sanity-check")}, died
 

@@ -121,6 +121,8 @@ public final class Broker {
         // A restarted node waits out its previous incarnation's session before it is unfenced.
         p.setProperty("broker.session.timeout.ms", "2000");
         p.setProperty("broker.heartbeat.interval.ms", "500");
+        // A KRaft snapshot (<offset>-<epoch>.checkpoint) within seconds, not after an hour.
+        p.setProperty("metadata.log.max.snapshot.interval.ms", "2000");
         p.setProperty("log.cleaner.enable", "true");
         p.setProperty("log.cleaner.backoff.ms", "500");
         p.setProperty("log.cleaner.threads", "1");
