@@ -54,7 +54,8 @@ class Case:
 class Outcome:
     """One case's result: what each side did and where they differ."""
 
-    case: Case
+    case: Case | None
+    """None for a log dir built by hand."""
     kafka: dict[str, Any] = field(default_factory=dict)
     repair: dict[str, Any] = field(default_factory=dict)
     """logrepair's result as `repair --json` prints it."""
@@ -121,34 +122,56 @@ def kafka_config(spec: WorkloadSpec) -> dict[str, int]:
 
 
 def run_case(case: Case, work: Path, server: RecoverServer, *, cli: bool = False) -> Outcome | None:
-    """Builds `case` twice under `work`, recovers one copy with Kafka and repairs the other
-    (in-process, or with `cli` through `logrepair repair --mode kafka --json` in a subprocess)."""
+    """Builds `case` under `work` and runs it through both (`differ`)."""
     built = build(case, work / "a")
     if built is None:
         return None
+    return differ(
+        built,
+        work,
+        server,
+        settings_for(case.spec),
+        kafka_config(case.spec),
+        Outcome(case),
+        cli=cli,
+    )
+
+
+def differ(
+    built: Path,
+    work: Path,
+    server: RecoverServer,
+    settings: Settings,
+    config: dict[str, int],
+    outcome: Outcome,
+    *,
+    cli: bool = False,
+) -> Outcome:
+    """Copies the log dir `built` (under `work/a`) to `work/b`, recovers `a` with Kafka and
+    repairs `b` (in-process, or with `cli` through `logrepair repair --mode kafka --json` in a
+    subprocess), compares them, and has Kafka load the repaired result again."""
     ours = work / "b" / built.relative_to(work / "a")
     shutil.copytree(work / "a", work / "b", symlinks=True)
-    outcome = Outcome(case)
     for pdir in partition_dirs(built):
         outcome.kafka[pdir.name] = server.recover(
-            pdir, from_log_dir=True, clean_shutdown=False, config=kafka_config(case.spec)
+            pdir, from_log_dir=True, clean_shutdown=False, config=config
         )
-    outcome.repair = (repair_cli if cli else repair_in_process)(ours, work / "q", case.spec)
+    outcome.repair = (repair_cli if cli else repair_in_process)(ours, work / "q", settings)
     compare(built, ours, outcome)
-    reload_repaired(ours, outcome, server)
+    reload_repaired(ours, outcome, server, config)
     return outcome
 
 
-def reload_repaired(ours: Path, outcome: Outcome, server: RecoverServer) -> None:
+def reload_repaired(
+    ours: Path, outcome: Outcome, server: RecoverServer, config: dict[str, int]
+) -> None:
     """Kafka loads logrepair's result (on a copy) as a restarted broker would: it must not fail
     unless logrepair said it would, and its recovery must find nothing to cut or delete."""
     again = ours.parent.parent / "again"
     shutil.copytree(ours.parent, again, symlinks=True)
     for pdir in partition_dirs(again / ours.name):
         before = {p.name: p.stat().st_size for p in pdir.iterdir() if p.name.endswith(".log")}
-        answer = server.recover(
-            pdir, from_log_dir=True, clean_shutdown=False, config=kafka_config(outcome.case.spec)
-        )
+        answer = server.recover(pdir, from_log_dir=True, clean_shutdown=False, config=config)
         if answer["error"] is not None:
             if not _says_kafka_fails(outcome.repair, pdir.name):
                 err = answer["error"]
@@ -166,15 +189,12 @@ def reload_repaired(ours: Path, outcome: Outcome, server: RecoverServer) -> None
             )
 
 
-def repair_in_process(log_dir: Path, quarantine: Path, spec: WorkloadSpec) -> dict[str, Any]:
-    result = repair(
-        OsDisk(), str(log_dir), "kafka", settings_for(spec), quarantine_root=str(quarantine)
-    )
+def repair_in_process(log_dir: Path, quarantine: Path, settings: Settings) -> dict[str, Any]:
+    result = repair(OsDisk(), str(log_dir), "kafka", settings, quarantine_root=str(quarantine))
     return result.to_json()
 
 
-def repair_cli(log_dir: Path, quarantine: Path, spec: WorkloadSpec) -> dict[str, Any]:
-    cfg = spec.config()
+def repair_cli(log_dir: Path, quarantine: Path, settings: Settings) -> dict[str, Any]:
     proc = subprocess.run(
         [
             sys.executable,
@@ -188,11 +208,11 @@ def repair_cli(log_dir: Path, quarantine: Path, spec: WorkloadSpec) -> dict[str,
             "--quarantine",
             str(quarantine),
             "--index-interval-bytes",
-            str(cfg.index_interval_bytes),
+            str(settings.index_interval_bytes),
             "--segment-index-bytes",
-            str(cfg.segment_index_bytes),
+            str(settings.segment_index_bytes),
             "--message-max-bytes",
-            str(cfg.max_message_bytes),
+            str(settings.message_max_bytes),
         ],
         capture_output=True,
         text=True,
@@ -248,6 +268,9 @@ def compare(theirs: Path, ours: Path, outcome: Outcome) -> None:
                     f"difference at {_first_difference(k, o)})"
                 )
         k_epochs, o_epochs = _epochs(k_dir), _epochs(o_dir)
+        untouched = not any(a["file"].startswith(name + "/") for a in outcome.repair["actions"])
+        if untouched and not (o_dir / layout.LEADER_EPOCH_CHECKPOINT).exists():
+            o_epochs = k_epochs  # the recovery point did not move: Kafka's next load creates it
         if k_epochs != o_epochs:
             outcome.divergences.append(
                 f"{name}: leader epochs Kafka {k_epochs}, logrepair {o_epochs}"

@@ -287,7 +287,11 @@ def test_leftovers_of_interrupted_operations(log_dir, mode):
         layout.index_file_name(0),
         layout.log_file_name(0),
         layout.time_index_file_name(0),
+        layout.LEADER_EPOCH_CHECKPOINT,
     ]
+    # the repair moves the recovery point past segment 0, so Kafka's next load would not assign
+    # its epoch: the repair writes the checkpoint Kafka's recovery of it creates
+    assert (pdir / layout.LEADER_EPOCH_CHECKPOINT).read_text() == "0\n1\n0 0\n"
 
 
 @pytest.mark.parametrize("mode", MODES)

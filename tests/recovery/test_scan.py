@@ -217,6 +217,7 @@ def test_swap_and_cleaned_leftovers(log_dir):
         layout.index_file_name(0),
         layout.log_file_name(0),
         layout.time_index_file_name(0),
+        layout.LEADER_EPOCH_CHECKPOINT,  # what Kafka's recovery of segment 0 creates
     ]
 
 

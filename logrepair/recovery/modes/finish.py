@@ -173,7 +173,8 @@ def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None) -> None:
         )
     cache = [] if pp.clear_epochs else load_leader_epochs(valid).entries
     if epochs_from is not None:
-        for seg in pp.segs[epochs_from:]:
+        replayed = [s for s in pp.epochs_before if s in pp.segs[:epochs_from]]
+        for seg in replayed + pp.segs[epochs_from:]:
             size = seg.scan.size if seg.new_size is None else seg.new_size
             for epoch, base, position in seg.scan.strict_epochs:
                 if position < size and (not cache or epoch > cache[-1].epoch):
@@ -182,15 +183,22 @@ def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None) -> None:
     if p.log_start_checkpoint is not None:
         cache = truncate_from_start(cache, p.log_start_checkpoint)
     entries = [(e.epoch, e.start_offset) for e in cache]
-    if written is None and p.leader_epoch_malformed is None:
-        return  # Kafka creates the file at load; nothing here disagrees with the log
+    prefix = p.file("")
+    changed = any(a.file.startswith(prefix) for a in pp.plan.actions)
+    if written is None and p.leader_epoch_malformed is None and not (entries and changed):
+        # Kafka creates the file at load from what it recovers; only a repair that moves the
+        # recovery point past those segments (it changed the partition) must write it
+        return
     if written is not None and entries == written:
         return
     content = format_checkpoint(0, [f"{e} {s}" for e, s in entries])
-    reason = (
-        "malformed (Kafka cannot load it: the log dir goes offline or the broker does not "
-        "start); rewritten from the epochs in the log"
-        if p.leader_epoch_malformed is not None
-        else "leader epochs that agree with the log"
-    )
+    if p.leader_epoch_malformed is not None:
+        reason = (
+            "malformed (Kafka cannot load it: the log dir goes offline or the broker does not "
+            "start); rewritten from the epochs in the log"
+        )
+    elif written is None:
+        reason = "missing: Kafka creates it at load with the epochs its recovery assigns"
+    else:
+        reason = "leader epochs that agree with the log"
     pp.add(Action("write_file", rel, reason, content=content))

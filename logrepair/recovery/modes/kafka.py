@@ -51,6 +51,7 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
                 "transaction index is corrupt while loading it",
             )
             recovered_at_load.add(seg.log)
+            pp.epochs_before.append(seg)  # its leader epochs are assigned while loading
     first_recovered = pp.segs[start] if start < len(pp.segs) else None
     queue = pp.segs[start:] if first_recovered is not None else []
     for n, seg in enumerate(list(queue)):

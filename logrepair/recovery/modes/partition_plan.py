@@ -60,6 +60,9 @@ class PartitionPlan:
     created: list[Seg] = field(default_factory=list)
     data_removed: bool = False
     clear_epochs: bool = False
+    epochs_before: list[Seg] = field(default_factory=list)
+    """kafka mode: segments below the first one recovered whose batches' leader epochs Kafka's
+    recovery assigns first, because it recovered them while loading (missing `.index`)."""
     recovered: set[str] = field(default_factory=set)
     """`.log` names Kafka's loader recovers (kafka mode rebuilds indexes only there)."""
     txn_replay: TxnReplay | None = None
