@@ -135,7 +135,9 @@ def torn_tail(parts: list[Partition], rng: random.Random) -> list[Damage]:
     cut = pos + rng.randrange(1, size)
     end = os.path.getsize(seg)
     os.truncate(seg, cut)
-    return [Damage("torn_tail", seg, cut, end - cut, f"batch at offset {base} cut")]
+    # the damage as the file now holds it (README, Notation): the torn batch, what is left of it
+    detail = f"batch at offset {base} cut at byte {cut}: its last {end - cut} bytes lost"
+    return [Damage("torn_tail", seg, pos, cut - pos, detail)]
 
 
 def _append_tail(parts: list[Partition], rng: random.Random, junk: bool) -> list[Damage]:

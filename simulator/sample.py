@@ -128,7 +128,8 @@ def _torn_tail(disk: Disk, log: Log, rng: random.Random) -> Damage:
     size = disk.size(seg)
     with disk.open(seg, write=True) as f:
         f.truncate(cut)
-    return Damage("torn_tail", seg, cut, size - cut, f"batch at offset {last.base} cut short")
+    detail = f"batch at offset {last.base} cut at byte {cut}: its last {size - cut} bytes lost"
+    return Damage("torn_tail", seg, last.position, cut - last.position, detail)
 
 
 def _garbage_block(disk: Disk, log: Log) -> Damage:

@@ -15,6 +15,7 @@ from logrepair.recovery.invariants import tree_digest
 from logrepair.storage import layout
 from logrepair.storage.osdisk import OsDisk
 
+from .contracts import REPAIR_KEYS, REPAIR_PARTITION_KEYS
 from .recovery.builders import (
     batches,
     flip_byte,
@@ -84,11 +85,26 @@ def test_verify_damaged_dir_exits_1_and_names_every_defect(damaged):
     defects = out["partitions"][0]["defects"]
     assert {d["kind"] for d in defects} == {"crc_mismatch", "garbage_tail"}
     for d in defects:
-        assert set(d) == {"kind", "file", "position", "length", "offset", "detail", "severity"}
+        assert set(d) == {
+            "kind",
+            "severity",
+            "file",
+            "position",
+            "length",
+            "offset",
+            "last_offset",
+            "detail",
+        }
         assert d["severity"] == "damage"
     human = cli("verify", str(damaged))
     assert human.returncode == 1
-    assert "crc_mismatch" in human.stdout and "fixed by: point-in-time, salvage" in human.stdout
+    assert "crc_mismatch" in human.stdout
+    # each mode that fixes it, with what its repair would cost here (the corrupt batch is below
+    # the recovery point, where kafka mode leaves it)
+    assert (
+        "fixed by: point-in-time (removes offsets 3..19), salvage (removes offset 3)"
+        in human.stdout
+    )
 
 
 def test_a_notice_is_reported_but_verify_and_audit_stay_clean(tmp_path):
@@ -102,7 +118,7 @@ def test_a_notice_is_reported_but_verify_and_audit_stay_clean(tmp_path):
     (d,) = out["partitions"][0]["defects"]
     assert (d["kind"], d["severity"]) == ("deleted_leftover", "notice")
     human = cli("verify", str(log_dir))
-    assert human.returncode == 0 and "1 notice(s) (not damage):" in human.stdout
+    assert human.returncode == 0 and "0 damage, 1 notice(s):" in human.stdout
     audit = json.loads(cli("audit", str(log_dir), "--json").stdout)
     found = {f["kind"]: f["severity"] for p in audit["partitions"] for f in p["findings"]}
     assert found["deleted_leftover"] == "notice"
@@ -146,17 +162,17 @@ def test_repair_json_contract_then_undo_restores_every_byte(damaged):
     proc = cli("repair", str(damaged), "--mode", "salvage", "--json")
     assert proc.returncode == 1, proc.stderr  # log bytes were removed
     out = json.loads(proc.stdout)
-    assert set(out) >= {
-        "mode",
-        "applied",
-        "actions",
-        "removed_bytes",
-        "removed_offsets",
-        "quarantine",
-    }
+    assert set(out) >= REPAIR_KEYS
     assert out["mode"] == "salvage" and out["applied"] is True
     assert all("action" in a for a in out["actions"])
     assert out["removed_offsets"] == [[3, 3]]
+    (orders,) = out["partitions"]
+    assert set(orders) >= REPAIR_PARTITION_KEYS
+    assert (orders["topic"], orders["partition"]) == ("orders", 0)
+    assert orders["removed_offsets"] == orders["gaps"] == [[3, 3]]
+    assert orders["acknowledged_lost"] == []  # no high watermark checkpointed
+    assert orders["high_watermark"] == [None, None]
+    assert orders["recovery_point"] == [10, 20]  # flushed to the new log end
     quarantine = Path(out["quarantine"])
     assert quarantine.parent == damaged.parent / "kafka-logs.logrepair-quarantine"
     assert cli("verify", str(damaged)).returncode == 0
@@ -203,7 +219,8 @@ def test_repair_refuses_a_log_dir_whose_lock_a_live_process_holds(damaged):
     finally:
         holder.kill()
         holder.wait()
-    assert cli("repair", str(damaged), "--mode", "kafka").returncode == 1
+    # kafka mode only cuts the zero padding (the corrupt batch is below the recovery point)
+    assert cli("repair", str(damaged), "--mode", "kafka").returncode == 0
 
 
 def test_quarantine_inside_the_log_dir_is_refused(damaged):
@@ -222,9 +239,14 @@ def test_a_symlink_in_the_log_dir_is_reported_and_never_followed(damaged, tmp_pa
     out = json.loads(cli("verify", str(damaged), "--json").stdout)
     kinds = {d["kind"] for d in out["partitions"][0]["defects"]}
     assert "symlink" in kinds
-    assert cli("repair", str(damaged), "--mode", "salvage").returncode == 1
+    assert "link.log" in out["partitions"][0]["left_alone"]
+    segment = (damaged / "orders-0" / "00000000000000000000.log").read_bytes()
+    proc = cli("repair", str(damaged), "--mode", "salvage")
+    assert proc.returncode != 2 and "orders-0: left as it is" in proc.stdout
     assert (outside / "00000000000000000000.log").read_bytes() == before
     assert (damaged / "orders-0" / "link.log").is_symlink()
+    # the partition holding the link is left as it is: its damage is reported, not repaired
+    assert (damaged / "orders-0" / "00000000000000000000.log").read_bytes() == segment
 
 
 def test_settings_from_server_properties_and_topic_overrides(tmp_path):
@@ -279,3 +301,14 @@ def test_demo_runs_the_main_job_and_ends_clean(tmp_path):
     ):
         assert step in proc.stdout
     assert (tmp_path / "demo" / "kafka-logs").is_dir()
+    # the closing undo hint points at a quarantine that is still there
+    undo_line = proc.stdout.strip().splitlines()[-1]
+    quarantine = undo_line.split("`logrepair undo ", 1)[1].split("`", 1)[0]
+    assert Path(quarantine).is_dir() and str(tmp_path / "demo") in quarantine
+
+
+def test_the_demo_in_a_temporary_directory_gives_no_undo_command(tmp_path):
+    proc = cli("demo", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    closing = "\n".join(proc.stdout.strip().splitlines()[-2:])
+    assert "logrepair undo /" not in closing and "--dir DIR" in closing

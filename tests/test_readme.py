@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 from logrepair.audit.kinds import kinds_markdown as audit_kinds_markdown
@@ -42,3 +45,27 @@ def test_python_examples_run(tmp_path, capsys):
             {},
         )
     assert capsys.readouterr().out
+
+
+def test_the_storage_api_example_writes_a_clean_log(tmp_path, capsys):
+    (code,) = [b for b in re.findall(r"```python\n(.*?)```", README, re.S) if "LogDir.open" in b]
+    log_dir = tmp_path / "kafka-logs"
+    exec(compile(code.replace("/tmp/kafka-logs", str(log_dir)), "README", "exec"), {})
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    for command in ("verify", "audit"):
+        proc = subprocess.run(
+            [sys.executable, "-m", "logrepair", command, str(log_dir)],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=300,
+        )
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_notation_is_documented_as_the_code_prints_it():
+    from logrepair.recovery import notation
+
+    section = README.split("### Notation", 1)[1].split("\n## ", 1)[0]
+    assert "`FILE @P+N`" in section and f"{notation.at(1074, 123)}`" in section
+    assert f"`{notation.offsets(14, 17)}`" in section

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..recovery.scan import COMPACTED_TOPICS
 from .model import (
     BatchDigests,
     Commit,
@@ -80,6 +81,8 @@ def audit_partition(
     rp = plan.recovery_point
     hw = plan.high_watermark
 
+    if plan.state != "delete":
+        findings += _hole_findings(plan, summaries, log_start)
     if live:
         findings += _checkpoint_findings(plan, log_start, log_end, first_base, clean_shutdown)
         if not plan.leader_epochs_malformed:
@@ -104,6 +107,35 @@ def audit_partition(
         findings=findings,
     )
     return PartitionResult(audit, digests, commits, plan.cleaner_offset)
+
+
+def _hole_findings(
+    plan: PartitionPlan, summaries: list[SegmentSummary], log_start: int
+) -> list[Finding]:
+    """`offset_hole` as the verify scan finds it, from the `.log` files alone: a segment in the
+    middle of a topic not known to be compacted holds no batch, so the offsets up to the next
+    segment's base are missing (Kafka never leaves such a segment outside compaction)."""
+    if plan.cleaner_offset is not None or plan.topic in COMPACTED_TOPICS:
+        return []
+    out = []
+    data_end: int | None = None
+    for s, nxt in zip(summaries, summaries[1:], strict=False):
+        if s.batches:
+            data_end = s.next_offset
+            continue
+        first = s.task.base_offset if data_end is None else min(data_end, s.task.base_offset)
+        first = max(first, log_start)
+        last = nxt.task.base_offset - 1
+        if first <= last:
+            out.append(
+                Finding(
+                    "offset_hole",
+                    f"offsets {first}..{last} are missing: segment {s.task.base_offset} holds no "
+                    f"batch and the next segment starts at {nxt.task.base_offset}",
+                )
+            )
+            data_end = nxt.task.base_offset
+    return out
 
 
 def _checkpoint_findings(

@@ -13,19 +13,14 @@ import os
 
 from ..storage import layout
 from ..storage.checkpoints import CheckpointError, read_offsets
-from ..storage.disk import Disk, join
+from ..storage.disk import SPECIAL_TYPES, Disk, join
 from ..storage.layout import DirKind, FileKind, LayoutError, TopicPartition
 from ..storage.leader_epoch import read_leader_epochs
+from ..storage.logdir import is_log_dir, is_partition_dir
 from ..storage.meta_properties import read_meta_properties
 from .model import Finding, LogDirPlan, MetaProperties, PartitionPlan, SegmentTask
 
 CONSUMER_OFFSETS_TOPIC = "__consumer_offsets"
-_ROOT_MARKERS = (
-    layout.META_PROPERTIES_FILE,
-    layout.CLEAN_SHUTDOWN_FILE,
-    layout.LOCK_FILE,
-    *layout.OFFSET_CHECKPOINTS,
-)
 _LEFTOVER_KINDS = {
     layout.SWAP_SUFFIX: "swap_leftover",
     layout.CLEANED_SUFFIX: "cleaned_leftover",
@@ -46,13 +41,13 @@ def discover(disk: Disk, paths: list[str]) -> list[LogDirPlan]:
         path = os.path.abspath(raw)
         if not disk.is_dir(path):
             raise DiscoveryError(f"{raw}: not a directory")
-        if _is_partition_dir(disk, path):
+        if is_partition_dir(disk, path):
             parent = os.path.dirname(path)
             _, only = found.setdefault(parent, ("", set()))
             if only is not None:
                 only.add(os.path.basename(path))
             direct.append(parent)
-        elif _is_log_dir(disk, path):
+        elif is_log_dir(disk, path):
             found[path] = ("", None)
             direct.append(path)
         else:
@@ -77,7 +72,7 @@ def _brokers_under(disk: Disk, folder: str) -> list[tuple[str, str]]:
         child = join(folder, name)
         if disk.is_symlink(child) or not disk.is_dir(child):
             continue
-        if _is_log_dir(disk, child):
+        if is_log_dir(disk, child):
             out.append((child, name))
             continue
         for sub in disk.list_dir(child):
@@ -85,7 +80,7 @@ def _brokers_under(disk: Disk, folder: str) -> list[tuple[str, str]]:
             if (
                 not disk.is_symlink(grandchild)
                 and disk.is_dir(grandchild)
-                and _is_log_dir(disk, grandchild)
+                and is_log_dir(disk, grandchild)
             ):
                 out.append((grandchild, name))
     return out
@@ -101,27 +96,6 @@ def _label_direct(plans: list[LogDirPlan], direct: set[str]) -> None:
                 p.broker = p.path
 
 
-def _is_log_dir(disk: Disk, path: str) -> bool:
-    names = disk.list_dir(path)
-    if any(n in _ROOT_MARKERS for n in names):
-        return True
-    return any(_is_partition_dir(disk, join(path, n)) for n in names)
-
-
-def _is_partition_dir(disk: Disk, path: str) -> bool:
-    name = os.path.basename(path)
-    try:
-        layout.parse_partition_dir_name(name)
-    except LayoutError:
-        return False
-    if disk.is_symlink(path) or not disk.is_dir(path):
-        return False
-    return any(
-        layout.classify_partition_file(n).kind in (FileKind.LOG, FileKind.LEADER_EPOCH_CHECKPOINT)
-        for n in disk.list_dir(path)
-    )
-
-
 def plan_log_dir(disk: Disk, path: str, broker: str, *, only: set[str] | None = None) -> LogDirPlan:
     """`only`: the partition dirs to plan (the checkpoints are still read for all)."""
     plan = LogDirPlan(
@@ -134,6 +108,7 @@ def plan_log_dir(disk: Disk, path: str, broker: str, *, only: set[str] | None = 
         name: _read_checkpoint(disk, join(path, name), plan.findings)
         for name in layout.OFFSET_CHECKPOINTS
     }
+    plan.checkpoints = checkpoints
     present: set[TopicPartition] = set()
     for name in disk.list_dir(path):
         child = join(path, name)
@@ -179,6 +154,16 @@ def _plan_partition(
     )
     logs: list[tuple[int, str]] = []
     for name in disk.list_dir(path):
+        kind = disk.file_type(join(path, name))
+        if kind in SPECIAL_TYPES:
+            why = f"{name} in {path} is {SPECIAL_TYPES[kind]}; never opened"
+            p.findings.append(Finding("special_file", why))
+            continue
+        if kind == "symlink":
+            p.findings.append(
+                Finding("symlink", f"{name} in {path} is a symbolic link (not followed)")
+            )
+            continue
         f = layout.classify_partition_file(name)
         if f.leftover in _LEFTOVER_KINDS and parsed.kind is not DirKind.DELETE:
             p.findings.append(Finding(_LEFTOVER_KINDS[f.leftover], f"{name} left in {path}"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 
-from ..recovery.defects import is_notice, severity
+from ..recovery.defects import severity
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,7 +22,7 @@ class Finding:
     @property
     def notice(self) -> bool:
         """Not damage (design: severity): reported, but the audit stays clean."""
-        return is_notice(self.kind)
+        return severity(self.kind) == "notice"
 
     def to_json(self) -> dict:
         return {"kind": self.kind, "detail": self.detail, "severity": severity(self.kind)}
@@ -65,6 +65,17 @@ class BatchDigests:
         return len(self.base)
 
 
+@dataclass(slots=True)
+class BatchDetails:
+    """Per valid batch, beside its digest: size, partition leader epoch, max timestamp and producer
+    id (-1 where a legacy entry has none, as in Kafka). Only the scan summaries keep them."""
+
+    size: array = field(default_factory=lambda: array("q"))
+    leader_epoch: array = field(default_factory=lambda: array("q"))
+    max_timestamp: array = field(default_factory=lambda: array("q"))
+    producer_id: array = field(default_factory=lambda: array("q"))
+
+
 # A committed offset as the audit keeps it: (group, topic, partition) → (offset of the commit
 # record, committed offset or None for a tombstone). The record with the highest offset wins, as
 # when the group coordinator loads the log, so per-segment maps merge in any order.
@@ -96,6 +107,8 @@ class SegmentSummary:
     segment left open, if any."""
     scan_error: str | None = None
     """An I/O error that stopped the scan (the file vanished or became unreadable)."""
+    details: BatchDetails | None = None
+    """Filled when the scan is asked for them (the scan summaries)."""
 
 
 @dataclass(slots=True)
@@ -136,6 +149,8 @@ class LogDirPlan:
     meta: MetaProperties | None = None
     findings: list[Finding] = field(default_factory=list)
     partitions: list[PartitionPlan] = field(default_factory=list)
+    checkpoints: dict[str, dict[tuple[str, int], int]] = field(default_factory=dict)
+    """The root offset checkpoints as read (file name → topic-partition → offset)."""
 
 
 # --- the report ------------------------------------------------------------------------------

@@ -14,18 +14,25 @@ from ..format.control import ControlType
 from ..format.errors import Defect, FormatError
 from ..storage.disk import Disk
 from ..storage.scan import LogScan
-from .model import CommitKey, SegmentSummary, SegmentTask
+from .model import BatchDetails, CommitKey, SegmentSummary, SegmentTask
 
 INT_MAX = 2**31 - 1
 _TXN_ENDS = (ControlType.COMMIT, ControlType.ABORT)
 
 
-def summarize_segment(disk: Disk, task: SegmentTask) -> SegmentSummary:
+def summarize_segment(disk: Disk, task: SegmentTask, *, details: bool = False) -> SegmentSummary:
     """Scans `task.file`; never raises for bad bytes (they become defects) or for I/O errors
-    (they become `scan_error`, so one unreadable file does not fail a fleet audit)."""
-    summary = SegmentSummary(task)
+    (they become `scan_error`, so one unreadable file does not fail a fleet audit). `details`
+    keeps each batch's size, epoch, max timestamp and producer id too."""
+    summary = SegmentSummary(task, details=BatchDetails() if details else None)
     top_epoch = -1
-    digests = summary.digests
+    d, more = summary.digests, summary.details
+    add_base, add_last, add_crc, add_position = (
+        d.base.append,
+        d.last.append,
+        d.crc.append,
+        d.position.append,
+    )
     try:
         for item in LogScan(disk, task.file, resync=True):
             if isinstance(item, Defect):
@@ -39,9 +46,14 @@ def summarize_segment(disk: Disk, task: SegmentTask) -> SegmentSummary:
                 summary.first_offset = base
             summary.next_offset = last + 1
             summary.batches += 1
-            summary.valid_end = item.position + item.size
-            digests.add(base, last, item.crc, item.position)
-            epoch = item.partition_leader_epoch
+            position, size, epoch = item.position, item.size, item.partition_leader_epoch
+            summary.valid_end = position + size
+            add_base(base)
+            add_last(last)
+            add_crc(item.crc)
+            add_position(position)
+            if more is not None:
+                _add_details(more, size, epoch, item.max_timestamp, item.producer_id)
             if epoch is not None and epoch > top_epoch:
                 top_epoch = epoch
                 summary.epochs.append((epoch, base))
@@ -50,6 +62,14 @@ def summarize_segment(disk: Disk, task: SegmentTask) -> SegmentSummary:
     except (OSError, RuntimeError) as e:
         summary.scan_error = f"{task.file}: {getattr(e, 'strerror', None) or e}"
     return summary
+
+
+def _add_details(more: BatchDetails, size: int, epoch, timestamp, producer_id) -> None:
+    """-1 where a legacy entry has no such field, as Kafka writes it."""
+    more.size.append(size)
+    more.leader_epoch.append(-1 if epoch is None else epoch)
+    more.max_timestamp.append(-1 if timestamp is None else timestamp)
+    more.producer_id.append(-1 if producer_id is None else producer_id)
 
 
 def _misplaced(task: SegmentTask, batch) -> Defect:

@@ -1,4 +1,4 @@
-"""The fleet audit on Spark: the only module that imports pyspark.
+"""The fleet audit on Spark over shared mounts (spark_summaries.py: over scan summaries).
 
 Discovery runs on the driver (it reads only directory listings and small root files). The scans run
 on the executors, packed into tasks of about equal bytes: whole topic-partitions (every replica of
@@ -6,7 +6,8 @@ one together) while they are small, else single segments. Either way each segmen
 `summarize_segment`, checked by `audit_partition` and compared by `compare_replicas`, the functions
 the local audit runs; only the per-partition audits, the replica audits and the consumer commits
 come back to the driver, which builds the report with the same `build_report`. Every executor must
-see the PATHs at the same place (a shared mount) and have logrepair installed.
+see the PATHs at the same place (a shared mount) and have logrepair installed. pyspark is imported
+here and in spark_summaries.py only.
 """
 
 from __future__ import annotations
@@ -110,7 +111,7 @@ def audit_paths_spark(
             .map(partial(_partition_result, plans_b, keep=keep))
             .map(lambda x: (_replica_key(x[0]), x))
             .groupByKey(groups)
-            .flatMap(lambda kv: _replica_rows(list(kv[1])))
+            .flatMap(lambda kv: replica_rows(list(kv[1])))
         )
     if keep:
         scanned = scanned.cache()  # the segments table reads the summaries again
@@ -121,7 +122,10 @@ def audit_paths_spark(
     report = build_report(plans, audits, replicas, commits, recovery_rate=recovery_rate)
     if keep:
         summaries = scanned.filter(lambda x: x[0] == "summary").map(lambda x: x[1])
-        write_tables(spark, report, summaries, out)
+        segments = spark.createDataFrame(
+            summaries.map(tables.segment_row), spark_schema("segments")
+        )
+        write_tables(spark, report, segments, out)
         scanned.unpersist()
     plans_b.unpersist()
     return report
@@ -142,7 +146,7 @@ def _audit_units(plans_b, units: Iterable[list[str]], *, keep: bool):
             found = [summarize_segment(disk, t) for t in plan.segments]
             result = audit_partition(plan, found, broker=broker, clean_shutdown=clean_shutdown)
             done.append((result, _slim(found) if keep else []))
-        yield from _replica_rows(done)
+        yield from replica_rows(done)
 
 
 def _partition_result(plans_b, item, *, keep: bool):
@@ -166,7 +170,7 @@ def _replica_key(r: PartitionResult) -> tuple:
     return (a.topic, a.partition) if a.state == "live" else (a.path, -1)
 
 
-def _replica_rows(done: list[tuple[PartitionResult, list[SegmentSummary]]]) -> list[tuple]:
+def replica_rows(done: list[tuple[PartitionResult, list[SegmentSummary]]]) -> list[tuple]:
     """What the driver needs from a topic-partition's replicas (kind, value): each partition's
     audit, the consumer commits when it is `__consumer_offsets`, the replica comparison, and the
     segment summaries when the segments table is wanted."""
@@ -182,19 +186,15 @@ def _replica_rows(done: list[tuple[PartitionResult, list[SegmentSummary]]]) -> l
     return rows
 
 
-def write_tables(spark, report: AuditReport, summaries, out: str) -> None:
-    """segments (from the executors' summaries), and partitions, findings, replicas, log_dirs and
-    consumer_offsets (from the report) as Parquet directories under `out`.
+def write_tables(spark, report: AuditReport, segments, out: str) -> None:
+    """`segments` (a DataFrame made on the executors), and partitions, findings, replicas,
+    log_dirs and consumer_offsets (from the report) as Parquet directories under `out`.
 
     The writes are submitted from threads: each is a small Spark job whose time is mostly
     scheduling, and Spark runs concurrent jobs side by side."""
     from concurrent.futures import ThreadPoolExecutor
 
-    frames = {
-        "segments": spark.createDataFrame(
-            summaries.map(tables.segment_row), spark_schema("segments")
-        )
-    }
+    frames = {"segments": segments}
     for name, rows in tables.report_rows(report).items():
         frames[name] = spark.createDataFrame(rows, spark_schema(name)).coalesce(1)
     with ThreadPoolExecutor(len(frames)) as pool:

@@ -121,12 +121,21 @@ def quarantine_root(args: argparse.Namespace) -> str | None:
 
 
 def add_settings_options(p: argparse.ArgumentParser) -> None:
+    s = p.add_argument_group("what the scan reads")
+    s.add_argument(
+        "--deep-iteration",
+        action="store_true",
+        help="decode every record of every batch (kafka-dump-log's name; decompression capped "
+        "as the dump caps it): a batch whose records do not decode or parse, which stops a "
+        "consumer with CorruptRecordException, becomes a finding (slower; without it the "
+        "report says records were not decoded)",
+    )
     g = p.add_argument_group("Kafka settings that shape the result (Kafka's defaults)")
     g.add_argument(
         "--config",
         metavar="SERVER_PROPERTIES",
-        help="read log.index.interval.bytes, log.index.size.max.bytes and message.max.bytes "
-        "from the broker's server.properties",
+        help="read log.index.interval.bytes, log.index.size.max.bytes, message.max.bytes and "
+        "log.cleanup.policy from the broker's server.properties",
     )
     g.add_argument(
         "--index-interval-bytes",
@@ -152,13 +161,16 @@ def add_settings_options(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="TOPIC:KEY=VALUE",
         help="a per-topic override (index.interval.bytes, segment.index.bytes, "
-        "max.message.bytes); repeatable",
+        "max.message.bytes, cleanup.policy); repeatable",
     )
 
 
 def settings_from(args: argparse.Namespace, disk: Disk) -> Settings:
     """Defaults, then server.properties, then explicit options, then per-topic overrides."""
-    settings = Settings()
+    settings = Settings(
+        deep_iteration=args.deep_iteration,
+        follow_symlinks=getattr(args, "follow_symlinks", False),  # verify's own option
+    )
     try:
         if args.config:
             if not disk.exists(args.config) or disk.is_dir(args.config):

@@ -8,6 +8,7 @@ import re
 import sys
 
 from ..audit.discovery import DiscoveryError
+from ..audit.errors import SummaryError
 from ..audit.local import DEFAULT_RECOVERY_RATE, audit_paths
 from ..audit.model import AuditReport
 from ..audit.report import format_bytes
@@ -42,8 +43,34 @@ def add_parser(subparsers) -> None:
         "(default: %(default)s; units k, M, G, KiB, MiB, GiB)",
     )
     p.add_argument("--report", metavar="FILE.html", help="also write a self-contained HTML report")
-    add_spark_option(p, "run on Spark", "(every executor must see the PATHs at the same place)")
+    add_spark_option(
+        p, "run on Spark", "(with PATHs, every executor must see them at the same place)"
+    )
     p.add_argument("--out", metavar="DIR", help="with --spark: write the tables as Parquet here")
+    p.add_argument(
+        "--summaries-out",
+        metavar="DEST",
+        help="scan the PATHs of this broker and write its scan summary (Parquet) under DEST, a "
+        "folder or a URI (file://, s3://, hdfs://), for a fleet audit with --from-summaries",
+    )
+    p.add_argument(
+        "--broker",
+        metavar="NAME",
+        help="with --summaries-out: this broker's label (default: node-<node.id> from "
+        "meta.properties, else the log dir's path)",
+    )
+    p.add_argument(
+        "--full-rescan",
+        action="store_true",
+        help="with --summaries-out: scan every segment, even those unchanged since the last summary",
+    )
+    p.add_argument(
+        "--from-summaries",
+        nargs="+",
+        metavar="SRC",
+        help="with --spark: audit the fleet from the summaries under SRC (the DEST of "
+        "--summaries-out runs) instead of reading log dirs",
+    )
     p.set_defaults(run=run)
 
 
@@ -91,10 +118,9 @@ def run(args: argparse.Namespace) -> int:
     if master and not is_master(master):
         paths.insert(0, master)  # `--spark PATH ...`: the default master
         master = ""
-    if not paths:
-        raise InputError("logrepair audit: at least one PATH is required")
-    if args.out and master is None:
-        raise InputError("logrepair audit: --out needs --spark")
+    _check_modes(args, paths, master)
+    if args.summaries_out:
+        return write_summaries_command(args, paths)
     if args.report:
         require("matplotlib", "--report")
     if master is not None:
@@ -105,12 +131,24 @@ def run(args: argparse.Namespace) -> int:
         else:
             from ..audit.spark import audit_paths_spark, spark_session
 
+            if args.from_summaries:  # refused in one line before Spark starts
+                require("pyarrow", "--from-summaries")
+                from ..audit.summary_writer import read_manifests
+
+                read_manifests(args.from_summaries)
             spark = spark_session(master or None, app_name="logrepair-audit")
             try:
-                report = audit_paths_spark(spark, paths, recovery_rate=rate, out=args.out)
+                if args.from_summaries:
+                    from ..audit.spark_summaries import audit_summaries_spark
+
+                    report = audit_summaries_spark(
+                        spark, args.from_summaries, recovery_rate=rate, out=args.out
+                    )
+                else:
+                    report = audit_paths_spark(spark, paths, recovery_rate=rate, out=args.out)
             finally:
                 spark.stop()
-    except DiscoveryError as e:
+    except (DiscoveryError, SummaryError) as e:
         raise InputError(f"logrepair audit: {e}") from None
     if args.report:
         from ..audit.report import render_html
@@ -123,6 +161,61 @@ def run(args: argparse.Namespace) -> int:
     else:
         print_table(report)
     return 0 if report.clean else 1
+
+
+def _check_modes(args: argparse.Namespace, paths: list[str], master: str | None) -> None:
+    """The three ways to run: PATHs (here or on Spark), PATHs --summaries-out, --spark
+    --from-summaries; one line for any other combination."""
+    if args.from_summaries:
+        if master is None:
+            raise InputError("logrepair audit: --from-summaries needs --spark")
+        if paths:
+            raise InputError(
+                f"logrepair audit: --from-summaries reads summaries, not PATHs: {paths[0]}"
+            )
+    elif not paths:
+        raise InputError("logrepair audit: at least one PATH is required")
+    if args.out and master is None:
+        raise InputError("logrepair audit: --out needs --spark")
+    if args.summaries_out:
+        clash = [
+            flag
+            for flag, given in (("--spark", master is not None), ("--report", args.report))
+            if given
+        ]
+        if clash:
+            raise InputError(
+                f"logrepair audit: --summaries-out writes this broker's summary; {clash[0]} "
+                "belongs to the fleet audit (--spark --from-summaries)"
+            )
+    elif args.broker is not None or args.full_rescan:
+        raise InputError("logrepair audit: --broker and --full-rescan need --summaries-out")
+
+
+def write_summaries_command(args: argparse.Namespace, paths: list[str]) -> int:
+    """`audit PATH... --summaries-out DEST`: exit 0 once every broker's summary is in place."""
+    require("pyarrow", "--summaries-out")
+    from ..audit.summary_writer import write_summaries
+
+    try:
+        written = write_summaries(
+            paths, args.summaries_out, broker=args.broker, full_rescan=args.full_rescan
+        )
+    except (DiscoveryError, SummaryError) as e:
+        raise InputError(f"logrepair audit: {e}") from None
+    if args.json:
+        json.dump({"summaries": [w.to_json() for w in written]}, sys.stdout, indent=1)
+        sys.stdout.write("\n")
+        return 0
+    for w in written:
+        share = f" ({100 * w.summary_bytes / w.log_bytes:.2f}% of it)" if w.log_bytes else ""
+        print(
+            f"{w.broker} (cluster {w.cluster}): {w.partitions} partitions in {w.log_dirs} log "
+            f"dirs, {w.segments} segments ({w.scanned} scanned, {w.segments - w.scanned} "
+            f"unchanged since the last summary), {format_bytes(w.log_bytes)} of log → "
+            f"{format_bytes(w.summary_bytes)} of summary{share} in {w.path}"
+        )
+    return 0
 
 
 def print_table(report: AuditReport) -> None:

@@ -15,6 +15,7 @@ import shutil
 import tempfile
 
 from ..cli import InputError
+from ..recovery import notation
 from ..recovery.planner import MODES
 from ..recovery.repair import repair
 from ..recovery.scan import scan_path
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         base = tempfile.mkdtemp(prefix="logrepair-demo-")
         cleanup = True
     try:
-        return _demo(base, args.seed, args.mode, build_damaged_logdir)
+        return _demo(base, args.seed, args.mode, build_damaged_logdir, kept=not cleanup)
     finally:
         if cleanup:
             shutil.rmtree(base, ignore_errors=True)
@@ -73,7 +74,7 @@ def _step(n: int, title: str) -> None:
     print(f"== {n}. {title} " + "=" * max(0, 70 - len(title)))
 
 
-def _demo(base: str, seed: int, mode: str, build) -> int:
+def _demo(base: str, seed: int, mode: str, build, *, kept: bool) -> int:
     disk = OsDisk()
     log_dir = os.path.join(base, "kafka-logs")
     settings = Settings()
@@ -81,9 +82,8 @@ def _demo(base: str, seed: int, mode: str, build) -> int:
     damage = build(log_dir, seed)
     print(f"log dir: {log_dir}")
     for d in damage:
-        print(
-            f"  {d.fault:<22} {os.path.relpath(d.file, log_dir)} @{d.position}+{d.length}: {d.detail}"
-        )
+        where = f"{os.path.relpath(d.file, log_dir)} {notation.at(d.position, d.length)}"
+        print(f"  {d.fault:<22} {where}: {d.detail}")
 
     _step(2, f"logrepair verify {log_dir}")
     before = scan_path(disk, log_dir, settings)
@@ -103,12 +103,22 @@ def _demo(base: str, seed: int, mode: str, build) -> int:
 
     print()
     if after.clean:
-        kept = "kept every valid batch" if mode == "salvage" else f"did what --mode {mode} does"
-        print(
-            f"The repair removed {applied.plan.removed_bytes} bytes, {kept}, and put everything "
-            f"it removed or replaced in {applied.quarantine};"
+        kept_batches = (
+            "kept every valid batch" if mode == "salvage" else f"did what --mode {mode} does"
         )
-        print(f"`logrepair undo {applied.quarantine}` puts the damaged state back byte for byte.")
+        print(
+            f"The repair removed {applied.plan.removed_bytes:,} bytes and {kept_batches}; "
+            "everything it removed or replaced went to its quarantine."
+        )
+        if kept:
+            print(
+                f"`logrepair undo {applied.quarantine}` puts the damaged state back byte for byte."
+            )
+        else:
+            print(
+                "The sample and its quarantine are temporary, removed as the demo exits; run `logrepair "
+                "demo --dir DIR` to keep them and try `logrepair undo` on the quarantine."
+            )
         return 0
     print(f"The log dir still has {len(after.all_findings())} defect(s) after --mode {mode}.")
     return 1

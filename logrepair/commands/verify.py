@@ -1,29 +1,44 @@
 """`logrepair verify PATH`: every byte of a log dir or partition dir accounted for; changes nothing.
 
-Exit status 0 when clean (notices alone leave it clean), 1 when any damage is found, 2 when PATH is
-unusable.
+Exit status 0 when there is no damage (notices alone leave it 0), 1 when any damage is found, 2
+when PATH is unusable.
 """
 
 from __future__ import annotations
 
 import argparse
 
-from ..recovery.defects import is_notice
-from ..recovery.findings import Finding
-from ..recovery.planner import fixing_modes
+from ..recovery import notation
+from ..recovery.mode_costs import fix_hints
 from ..recovery.scan import LogDirScan, scan_path
+from ..storage.layout import printable
 from ._recovery_options import add_command, emit, on_path
+
+NOT_DECODED = "records were not decoded (batches only: --deep-iteration decodes every record)"
 
 
 def add_parser(subparsers) -> None:
     add_command(
         subparsers,
         "verify",
-        help="check a log dir or partition dir; exit 1 if anything is wrong",
+        help="check a log dir or partition dir; exit 1 if anything is damaged",
         description="Scan a broker's log dir (or one partition dir) and report every defect: "
-        "damaged batches, indexes that disagree with the log, leftovers of interrupted "
-        "operations, checkpoints out of bounds. Changes nothing.",
+        "damaged batches, offsets missing between segments, indexes that disagree with the log, "
+        "leftovers of interrupted operations, checkpoints out of bounds, objects that are not "
+        "regular files. Each finding is damage or a notice (valid but unusual); the exit status "
+        "is 1 only for damage. Changes nothing.",
         run=run,
+        own_options=_options,
+    )
+
+
+def _options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="read a symlink to a regular file where a segment, index or checkpoint should be as "
+        "that file; without it the link is reported and not read (repair never reads or writes "
+        "through a link and leaves a partition holding one as it is)",
     )
 
 
@@ -34,47 +49,43 @@ def run(args: argparse.Namespace) -> int:
 
 
 def render(result: LogDirScan) -> str:
-    """The human report: one line per partition, then one per defect."""
+    """The human report: one line per partition, then one per finding."""
     what = "log dir" if result.is_log_dir else "partition dir"
-    lines = [f"{result.root} ({what})"]
+    lines = [f"{printable(result.root)} ({what})"]
     if result.clean_shutdown_marker:
         lines.append("  .kafka_cleanshutdown present (reported only; not trusted)")
+    if not result.deep:
+        lines.append(f"  {NOT_DECODED}")
     header = f"  {'partition':<32} {'segments':>8} {'bytes':>14} {'log start':>12} {'log end':>12}  defects"
     lines.append(header)
     for p in result.partitions:
-        name = f"{p.topic}-{p.partition}" if p.partition >= 0 else p.topic
+        name = printable(f"{p.topic}-{p.partition}" if p.partition >= 0 else p.topic)
         lines.append(
             f"  {name:<32} {len(p.segments):>8} {p.bytes:>14,} {p.log_start_offset:>12} "
             f"{p.log_end_offset:>12}  {len(p.all_findings)}"
         )
+        if p.left_alone is not None:
+            lines.append(f"      every repair leaves it as it is: {printable(p.left_alone)}")
     findings = result.all_findings()
-    fixers = fixing_modes(result)
-    damage = [f for f in findings if not is_notice(f.kind)]
-    notices = [f for f in findings if is_notice(f.kind)]
-    if not damage:
+    if not findings:
         lines.append("clean: no defects")
-    if damage:
-        lines.append("")
-        lines.append(f"{len(damage)} defect(s):")
-        _render_findings(lines, damage, fixers)
-    if notices:
-        lines.append("")
-        lines.append(f"{len(notices)} notice(s) (not damage):")
-        _render_findings(lines, notices, fixers)
-    return "\n".join(lines)
-
-
-def _render_findings(lines: list[str], findings: list[Finding], fixers: dict) -> None:
+        return "\n".join(lines)
+    hints = fix_hints(result)
+    damage = sum(f.severity == "damage" for f in findings)
+    lines.append("")
+    lines.append(f"{damage} damage, {len(findings) - damage} notice(s):")
     for f in findings:
-        where = f.file or "."
+        where = printable(f.file) or "."
         if f.position is not None:
-            where += f" @{f.position}"
-            if f.length:
-                where += f"+{f.length}"
+            where += f" {notation.at(f.position, f.length)}"
         if f.offset is not None:
-            where += f" (offset {f.offset})"
-        modes = ", ".join(fixers[id(f)]) or "reported only"
-        lines.append(f"  {f.kind:<30} {where}")
+            last = f.offset if f.last_offset is None else f.last_offset
+            where += f" (offset {notation.offsets(f.offset, last)})"
+        modes = hints[id(f)]
+        lines.append(f"  {f.kind:<30} {where}" + ("  [notice]" if f.severity == "notice" else ""))
         if f.detail:
-            lines.append(f"      {f.detail}")
+            lines.append(f"      {printable(f.detail)}")
         lines.append(f"      fixed by: {modes}")
+    if not damage:
+        lines.append("no damage: notices only (Kafka loads this log as it is)")
+    return "\n".join(lines)

@@ -7,6 +7,9 @@ means and which repair modes remove it. The README table is generated from this 
 `fixed_by` names the modes whose result no longer shows the defect. `kafka` fixes a data defect
 only where Kafka's loader recovers the segment (at or after the recovery point); below it the
 defect is left and reported, with the modes that would fix it.
+
+`severity` splits the kinds into damage (something a broker or consumer trips on, or data lost)
+and notices (valid but unusual; Kafka loads the log as it is): verify exits 1 only on damage.
 """
 
 from __future__ import annotations
@@ -24,9 +27,8 @@ class DefectKind:
     fixed_by: tuple[str, ...]
     data: bool = False
     """True when the defect is in `.log` bytes (decides where point-in-time truncates)."""
-    notice: bool = False
-    """Valid but worth saying (design: severity): reported, repaired, but not damage, so verify and
-    the audit still exit 0 on it."""
+    severity: str = "damage"
+    """`damage` or `notice`."""
 
 
 _KINDS = (
@@ -50,8 +52,9 @@ _KINDS = (
     ),
     DefectKind(
         "offset_invalid",
-        "a batch whose base offset is negative or whose last offset is below it (the offset "
-        "fields are not covered by the CRC)",
+        "a batch whose base offset is negative, whose last offset is below it, or whose range "
+        "cannot be in a segment (past 2^63 - 2, or wider than 2^31 - 1 offsets); the offset "
+        "fields are not covered by the CRC",
         STRICT,
         True,
     ),
@@ -62,10 +65,25 @@ _KINDS = (
         True,
     ),
     DefectKind(
-        "decompression_failed", "a compressed batch whose records cannot be decoded", STRICT, True
+        "decompression_failed",
+        "a compressed batch whose records do not decompress, or decompress past the cap "
+        "(`--deep-iteration`; a consumer stops at it)",
+        STRICT,
+        True,
     ),
     DefectKind(
-        "invalid_records", "a batch whose records do not parse (deep iteration)", STRICT, True
+        "invalid_records",
+        "a batch whose CRC holds but whose records do not parse (found by `--deep-iteration`, or "
+        "in a compressed legacy wrapper; a consumer stops at it with CorruptRecordException)",
+        STRICT,
+        True,
+    ),
+    DefectKind(
+        "unknown_codec",
+        "a batch whose CRC holds but whose compression id is not one Kafka knows "
+        "(`--deep-iteration`; a consumer stops at it)",
+        STRICT,
+        True,
     ),
     DefectKind(
         "offset_overflow",
@@ -85,6 +103,15 @@ _KINDS = (
         "offsets in two segments overlap: batches at or past the next segment's base offset (a "
         "truncation that was never made durable; the strict modes cut them), or a segment whose "
         "batches go back into the previous one's",
+        STRICT,
+        True,
+    ),
+    DefectKind(
+        "offset_hole",
+        "offsets missing between segments that compaction cannot explain: a segment in the "
+        "middle of the partition holds no batch and the next one starts above it (the topic is "
+        "not compacted: `cleanup.policy`, or no cleaner checkpoint entry); point-in-time cuts "
+        "there, salvage drops the emptied segment and reports the gap",
         STRICT,
         True,
     ),
@@ -115,9 +142,9 @@ _KINDS = (
     # passes, and across a clean shutdown: Kafka deletes them at its next start.
     DefectKind(
         "deleted_leftover",
-        "a `.deleted` file that was due for asynchronous deletion (a notice)",
+        "a `.deleted` file that was due for asynchronous deletion",
         ALL,
-        notice=True,
+        severity="notice",
     ),
     DefectKind(
         "tmp_leftover", "a `.tmp` file of an interrupted checkpoint write (Kafka ignores it)", ALL
@@ -178,18 +205,21 @@ _KINDS = (
         "a batch whose partition leader epoch is below an earlier batch's (Kafka never checks; "
         "the batches are kept, so it is reported only)",
         (),
+        severity="notice",
     ),
     DefectKind(
         "batch_too_large",
         "a valid batch larger than message.max.bytes (the config was lowered after it was written; "
         "Kafka's recovery keeps it, so it is reported only)",
         (),
+        severity="notice",
     ),
     # names Kafka does not expect
     DefectKind(
         "stray_file",
         "a file Kafka does not know (reported, never touched)",
         (),
+        severity="notice",
     ),
     DefectKind(
         "stray_directory",
@@ -198,7 +228,17 @@ _KINDS = (
     ),
     DefectKind(
         "symlink",
-        "a symbolic link inside the log dir (never followed, never touched)",
+        "a symbolic link inside the log dir, named with its target: never followed, never "
+        "touched; a partition holding one is left as it is by every mode (`verify "
+        "--follow-symlinks` reads a link to a regular file as that file)",
+        (),
+        severity="notice",
+    ),
+    DefectKind(
+        "special_file",
+        "a FIFO, socket or device node where Kafka expects a file or directory: never opened "
+        "(Kafka would hang or fail on it); a partition holding one is left as it is by every "
+        "mode, and a root checkpoint that is one is treated as absent",
         (),
     ),
 )
@@ -221,19 +261,14 @@ def is_data_defect(name: str) -> bool:
     return kind(name).data
 
 
-def is_notice(name: str) -> bool:
-    """A finding that is not damage (exit status 0; `severity: notice` in JSON)."""
-    return kind(name).notice
-
-
 def severity(name: str) -> str:
-    return "notice" if is_notice(name) else "damage"
+    return kind(name).severity
 
 
 def kinds_markdown() -> str:
     """The README's defect-kind table."""
-    lines = ["| kind | meaning | fixed by |", "| --- | --- | --- |"]
+    lines = ["| kind | severity | meaning | fixed by |", "| --- | --- | --- | --- |"]
     for k in _KINDS:
         modes = ", ".join(f"`{m}`" for m in k.fixed_by) or "reported only"
-        lines.append(f"| `{k.name}` | {k.meaning} | {modes} |")
+        lines.append(f"| `{k.name}` | {k.severity} | {k.meaning} | {modes} |")
     return "\n".join(lines) + "\n"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..storage.layout import printable
 from .defects import severity
 
 
@@ -19,16 +20,22 @@ class Finding:
     partition: str | None = None
     """For a checkpoint entry out of bounds: the partition dir it concerns (not in the JSON)."""
     last_offset: int | None = None
-    """For a finding about a stretch of batches (from `offset`): its last offset (not in the
-    JSON)."""
+    """For a finding about a stretch of offsets (from `offset`): its last offset."""
+
+    @property
+    def severity(self) -> str:
+        """`damage` or `notice` (defects.py)."""
+        return severity(self.kind)
 
     def to_json(self) -> dict:
+        """The verify contract's defect object; names that are not UTF-8 are escaped."""
         return {
             "kind": self.kind,
-            "file": self.file,
+            "severity": self.severity,
+            "file": printable(self.file),
             "position": self.position,
             "length": self.length,
             "offset": self.offset,
-            "detail": self.detail,
-            "severity": severity(self.kind),
+            "last_offset": self.last_offset,
+            "detail": printable(self.detail),
         }

@@ -15,7 +15,8 @@ Actions:
 - `rename`: finish an interrupted swap (`x.swap` → `x`).
 - `rebuild_indexes`: write the offset and time index of a `.log` from its final bytes, as Kafka's
   recovery builds them (spec fmt §6.4(a)).
-- `write_file`: replace a small file (checkpoint, transaction index) with `content`.
+- `write_file`: replace a small file (checkpoint, transaction index) with `content`; or, with
+  `pieces` (heal), write a `.log` from byte ranges of the log dir's own files and of replicas'.
 - `create_segment`: an empty `.log` where Kafka starts a new segment (log start beyond the end).
 - `flush`: fsync a segment's `.log` and indexes (Kafka's `flush`, spec rec §3.2), so that the
   recovery point can be checkpointed past it (modes/flush.py).
@@ -25,6 +26,12 @@ from __future__ import annotations
 
 import base64
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from . import notation
+
+if TYPE_CHECKING:
+    from .loss import PartitionLoss
 
 
 @dataclass(slots=True)
@@ -39,10 +46,16 @@ class Action:
     content: bytes | None = None
     removed_bytes: int = 0
     removed_offsets: tuple[int, int] | None = None
+    keeps_offsets: tuple[int, int] | None = None
+    """For a truncate: the offsets the file keeps (None: no batch)."""
     index_interval_bytes: int | None = None
     moved: list[tuple[int, int, str]] | None = None
     """For a truncate: the `(position, length, new segment)` ranges of the cut tail that splits
     before it copied out; only the rest of the tail is saved in quarantine."""
+    pieces: list[tuple[str, int, int]] | None = None
+    """For a write_file: the new content as `(file, position, length)` ranges, in order; `file`
+    is relative to the plan's root (this log dir) or absolute (a replica's, only read). The bytes
+    are copied into the quarantine before any action runs, so later actions cannot change them."""
 
     def to_json(self) -> dict:
         out: dict = {"action": self.action, "file": self.file}
@@ -52,10 +65,15 @@ class Action:
                 out[key] = value
         if self.content is not None:
             out["bytes"] = len(self.content)
+        if self.pieces is not None:
+            out["bytes"] = sum(length for _, _, length in self.pieces)
+            out["pieces"] = [list(p) for p in self.pieces]
         if self.removed_bytes:
             out["removed_bytes"] = self.removed_bytes
         if self.removed_offsets is not None:
             out["removed_offsets"] = list(self.removed_offsets)
+        if self.keeps_offsets is not None:
+            out["keeps_offsets"] = list(self.keeps_offsets)
         out["reason"] = self.reason
         return out
 
@@ -72,6 +90,7 @@ class Action:
     def from_journal(cls, data: dict) -> Action:
         content = data.get("content")
         removed = data.get("removed_offsets")
+        keeps = data.get("keeps_offsets")
         return cls(
             action=data["action"],
             file=data["file"],
@@ -83,16 +102,18 @@ class Action:
             content=None if content is None else base64.b64decode(content),
             removed_bytes=data.get("removed_bytes", 0),
             removed_offsets=None if removed is None else (removed[0], removed[1]),
+            keeps_offsets=None if keeps is None else (keeps[0], keeps[1]),
             index_interval_bytes=data.get("index_interval_bytes"),
             moved=None if data.get("moved") is None else [tuple(m) for m in data["moved"]],
+            pieces=None if data.get("pieces") is None else [tuple(p) for p in data["pieces"]],
         )
 
     def describe(self) -> str:
-        """One line of the dry-run listing."""
+        """One line of the dry-run listing (byte ranges and offsets in notation.py's notation)."""
         where = {
             "truncate": f"truncate {self.file} to {self.size} bytes",
-            "split": f"copy bytes {self.position}..{(self.position or 0) + (self.length or 0)} "
-            f"of {self.file} to new segment {self.to}",
+            "split": f"copy {self.file} {notation.at(self.position or 0, self.length)} to new "
+            f"segment {self.to}",
             "delete": f"move {self.file} to quarantine",
             "rename": f"rename {self.file} to {self.to}",
             "rebuild_indexes": f"rebuild offset and time index of {self.file}",
@@ -100,11 +121,17 @@ class Action:
             "create_segment": f"create empty segment {self.file}",
             "flush": f"fsync {self.file} and its indexes",
         }[self.action]
+        if self.action == "truncate":
+            where += (
+                f", keeping offsets {notation.offsets(*self.keeps_offsets)}"
+                if self.keeps_offsets is not None
+                else ", keeping no batch"
+            )
         loss = ""
         if self.removed_bytes:
             loss = f"; removes {self.removed_bytes} bytes"
             if self.removed_offsets is not None:
-                loss += f", offsets {self.removed_offsets[0]}..{self.removed_offsets[1]}"
+                loss += f", offsets {notation.offsets(*self.removed_offsets)}"
         return f"{where} ({self.reason}{loss})"
 
 
@@ -118,8 +145,8 @@ class Plan:
     notes: list[str] = field(default_factory=list)
     left: list[dict] = field(default_factory=list)
     """Defects the mode does not fix: each finding's JSON plus `fixed_by`."""
-    gaps: list[tuple[int, int]] = field(default_factory=list)
-    """Offset ranges salvage leaves between kept batches (removed data), as `[first, last]`."""
+    partitions: list[PartitionLoss] = field(default_factory=list)
+    """What the plan costs each partition it touches (loss.py), in partition order."""
 
     @property
     def removed_bytes(self) -> int:
@@ -127,13 +154,16 @@ class Plan:
 
     @property
     def removed_offsets(self) -> list[tuple[int, int]]:
-        ranges = sorted(
-            [a.removed_offsets for a in self.actions if a.removed_offsets is not None] + self.gaps
-        )
-        merged: list[tuple[int, int]] = []
-        for first, last in ranges:
-            if merged and first <= merged[-1][1] + 1:
-                merged[-1] = (merged[-1][0], max(merged[-1][1], last))
-            else:
-                merged.append((first, last))
-        return merged
+        """Every touched partition's removed ranges, partition by partition (never merged across
+        partitions: `partitions` says whose each is)."""
+        return [r for p in self.partitions for r in p.removed_offsets]
+
+    @property
+    def gaps(self) -> list[tuple[int, int]]:
+        """Offset ranges left between kept batches, partition by partition."""
+        return [g for p in self.partitions for g in p.gaps]
+
+    @property
+    def lost(self) -> list[PartitionLoss]:
+        """The partitions that lose records or acknowledged offsets."""
+        return [p for p in self.partitions if p.lost]

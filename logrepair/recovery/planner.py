@@ -3,39 +3,87 @@
 from __future__ import annotations
 
 from ..storage import layout
+from ..storage.layout import TopicPartition, printable
+from .loss import checkpointed, plan_losses
 from .modes import kafka, point_in_time, salvage
 from .modes.checkpoints import plan_checkpoints
 from .modes.finish import finish_partition
 from .modes.flush import plan_flush
+from .modes.heal import HealSource
 from .modes.leftovers import start_partition
+from .modes.partition_plan import PartitionPlan
 from .modes.resolution import left_json, unresolved
 from .plan import Action, Plan
-from .scan import LogDirScan
+from .scan import LogDirScan, PartitionScan
 
 MODES = ("kafka", "point-in-time", "salvage")
+REPAIR_MODES = (*MODES, "heal")
+"""`heal` needs replicas (`heal=`): the modes a scan alone decides are MODES."""
+
+MALFORMED_REWRITE = {
+    layout.RECOVERY_POINT_CHECKPOINT: lambda mode: (
+        ("every partition is recovered from 0 and " if mode == "kafka" else "")
+        + "the file is rewritten empty"
+    ),
+    layout.REPLICATION_CHECKPOINT: lambda mode: (
+        "it is rewritten empty, so each high watermark starts at the log start offset"
+    ),
+    layout.LOG_START_OFFSET_CHECKPOINT: lambda mode: (
+        "it is rewritten empty, so each log start is its first segment's base offset"
+    ),
+    layout.CLEANER_CHECKPOINT: lambda mode: (
+        "it is rewritten empty, so cleaning starts again at the log start offset"
+    ),
+}
+"""What a repair does with each malformed root checkpoint (by mode); what Kafka does with it is
+the `checkpoint_malformed` finding's detail."""
 
 
-def make_plan(scan: LogDirScan, mode: str) -> Plan:
-    if mode not in MODES:
+def make_plan(scan: LogDirScan, mode: str, heal: HealSource | None = None) -> Plan:
+    """The plan of `mode` for `scan`: log-dir notes and leftovers, each partition (its mode's cuts,
+    then indexes, snapshots and epochs, then its flush), the root checkpoints, what it costs each
+    partition, and the defects it leaves. `heal` (mode "heal"): the replicas it reads."""
+    if mode not in MODES and not (mode == "heal" and heal is not None):
         raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
     plan = Plan(mode, scan.root)
+    _start(scan, plan)
+    ck = scan.checkpoints
+    # a recovery point can be checkpointed only in a well-formed recovery-point file
+    can_checkpoint = (
+        scan.is_log_dir
+        and ck.recovery_points is not None
+        and layout.RECOVERY_POINT_CHECKPOINT not in ck.malformed
+    )
+    planned: list[tuple[PartitionPlan, int]] = []
+    ends: dict[TopicPartition, tuple[int, int]] = {}
+    flushed: dict[TopicPartition, int] = {}
+    for p in scan.partitions:
+        if _left_alone(plan, p):
+            continue
+        pp, end, new_rp = _plan_partition(p, plan, can_checkpoint, heal)
+        if checkpointed(p):
+            if new_rp is not None:
+                flushed[p.tp] = new_rp
+            first_base = pp.segs[0].base if pp.segs else 0
+            ends[p.tp] = (max(pp.log_start or 0, first_base), end)
+        planned.append((pp, end))
+    after = plan_checkpoints(scan, plan, ends, flushed)
+    plan.partitions = plan_losses(plan, planned, after)
+    plan.left = left_json(unresolved(scan, plan, [pp for pp, _ in planned]), mode)
+    return plan
+
+
+def _start(scan: LogDirScan, plan: Plan) -> None:
+    """What the plan says and does first for the log dir as a whole."""
     if scan.clean_shutdown_marker:
         plan.notes.append(
             "found .kafka_cleanshutdown: reported, not trusted; the logs are checked as after an "
             "unclean shutdown"
         )
-    ck = scan.checkpoints
-    if mode == "kafka" and layout.RECOVERY_POINT_CHECKPOINT in ck.malformed:
-        plan.notes.append(
-            "recovery-point-offset-checkpoint is malformed: Kafka resets every recovery point to "
-            "0 and takes the log dir offline; here every partition is recovered from 0 and the "
-            "file is rewritten empty"
-        )
-    if layout.REPLICATION_CHECKPOINT in ck.malformed:
-        plan.notes.append(
-            "replication-offset-checkpoint is malformed: Kafka takes the log dir offline; here it "
-            "is rewritten empty, so each high watermark starts at the log start offset"
-        )
+    for f in scan.findings:
+        if f.kind == "checkpoint_malformed" and f.file in MALFORMED_REWRITE:
+            # what Kafka does with it is the finding's own explanation (one per kind, the scan's)
+            plan.notes.append(f"{f.file}: {f.detail}. Here: {MALFORMED_REWRITE[f.file](plan.mode)}")
     # Before any checkpoint rewrite: writing `<name>` goes through `<name>.tmp`, which must be
     # in quarantine by then.
     for f in scan.findings:
@@ -43,59 +91,47 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
             plan.actions.append(
                 Action("delete", f.file, "leftover of an interrupted checkpoint write")
             )
-    if not scan.is_log_dir and mode == "kafka":
+    if not scan.is_log_dir and plan.mode == "kafka":
         plan.notes.append("a partition dir on its own: recovered whole (recovery point 0)")
-    partition_plans = []
-    ends = {}
-    flushed = {}
-    # a recovery point can be checkpointed only in a well-formed recovery-point file
-    can_checkpoint = (
-        scan.is_log_dir
-        and ck.recovery_points is not None
-        and layout.RECOVERY_POINT_CHECKPOINT not in ck.malformed
-    )
-    for p in scan.partitions:
-        first_action = len(plan.actions)
-        pp = start_partition(p, plan)
-        rp = p.recovery_point if p.recovery_point is not None else 0
-        if mode == "kafka":
-            if p.dir_kind == "delete":
-                plan.notes.append(
-                    f"{p.rel or p.path}: marked for deletion; Kafka does not recover it"
-                )
-                epochs_from = None
-            else:
-                epochs_from = kafka.plan_partition(pp, rp)
-        elif mode == "point-in-time":
-            epochs_from = point_in_time.plan_partition(pp)
+
+
+def _left_alone(plan: Plan, p: PartitionScan) -> bool:
+    """A partition no mode touches (a symlink or special file in it), noted. (A dir whose name
+    Kafka could not have made is no partition: the scan calls it a stray directory.)"""
+    if p.left_alone is not None:
+        plan.notes.append(f"{printable(p.rel or p.path)}: left as it is: {p.left_alone}")
+        return True
+    return False
+
+
+def _plan_partition(
+    p: PartitionScan, plan: Plan, can_checkpoint: bool, heal: HealSource | None = None
+) -> tuple[PartitionPlan, int, int | None]:
+    """One partition: leftovers, the mode's cuts, the rest brought in line, the flush. Returns
+    its plan, its log end as checkpoints are held to, and its new recovery point (None:
+    unchanged)."""
+    mode = plan.mode
+    first_action = len(plan.actions)
+    pp = start_partition(p, plan)
+    rp = p.recovery_point if p.recovery_point is not None else 0
+    if mode == "kafka":
+        if p.dir_kind == "delete":
+            plan.notes.append(f"{p.rel or p.path}: marked for deletion; Kafka does not recover it")
+            epochs_from = None
         else:
-            epochs_from = salvage.plan_partition(pp)
-        finish_partition(pp, epochs_from=epochs_from, mode=mode)
-        # Where kafka mode leaves offsets going back, Kafka's log end (after the last batch) and
-        # verify's (after the last batch in order) differ: checkpoints are held to the lower one,
-        # the safe side (more recovery, a lower high watermark).
-        end = min(pp.log_end_offset, pp.verified_end_offset)
-        changed = len(plan.actions) > first_action
-        new_rp = plan_flush(pp, rp, end, changed and can_checkpoint)
-        if new_rp is not None:
-            flushed[p.tp] = new_rp
-        first_base = pp.segs[0].base if pp.segs else 0
-        ends[p.tp] = (max(p.log_start_checkpoint or 0, first_base), end)
-        partition_plans.append(pp)
-    plan_checkpoints(scan, plan, ends, flushed)
-    plan.left = left_json(unresolved(scan, plan, partition_plans), mode)
-    return plan
-
-
-def fixing_modes(scan: LogDirScan) -> dict[int, list[str]]:
-    """For each finding (by id), the modes whose plan for this scan removes it.
-
-    Exact for this log dir: `kafka` fixes a corrupt batch only at or after the recovery point."""
-    out: dict[int, list[str]] = {id(f): [] for f in scan.all_findings()}
-    for mode in MODES:
-        plan = make_plan(scan, mode)
-        left = {(f["kind"], f["file"], f["position"], f["offset"]) for f in plan.left}
-        for f in scan.all_findings():
-            if (f.kind, f.file, f.position, f.offset) not in left:
-                out[id(f)].append(mode)
-    return out
+            epochs_from = kafka.plan_partition(pp, rp)
+    elif mode == "point-in-time":
+        epochs_from = point_in_time.plan_partition(pp)
+    elif heal is not None:
+        epochs_from = heal.plan_partition(pp)
+    else:
+        epochs_from = salvage.plan_partition(pp)
+    if mode != "kafka":
+        pp.start_from_data()
+    finish_partition(pp, epochs_from=epochs_from, mode=mode)
+    # Where kafka mode leaves offsets going back, Kafka's log end (after the last batch) and
+    # verify's (after the last batch in order) differ: checkpoints are held to the lower one,
+    # the safe side (more recovery, a lower high watermark).
+    end = min(pp.log_end_offset, pp.verified_end_offset)
+    changed = len(plan.actions) > first_action
+    return pp, end, plan_flush(pp, rp, end, changed and can_checkpoint)

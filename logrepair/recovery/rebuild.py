@@ -14,6 +14,7 @@ from ..format.control import ControlType
 from ..format.errors import Defect, FormatError
 from ..storage import layout
 from ..storage.disk import Disk, join
+from ..storage.layout import printable
 from ..storage.producer_state import ProducerState, ProducerStateError
 from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 from . import indexes
@@ -80,6 +81,9 @@ def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
     """Rebuild actions for every index that differs from what the log says it should be."""
     plan = Plan("rebuild-index", scan.root)
     for p in scan.partitions:
+        if p.left_alone is not None:
+            plan.notes.append(f"{printable(p.rel or p.path)}: left as it is: {p.left_alone}")
+            continue
         bases = [s.base_offset for s in p.segments]
         txn, problems = txn_entries_by_segment(disk, p.path, bases, p.settings.max_batch_size)
         plan.notes.extend(problems)

@@ -39,9 +39,8 @@ class RepairResult:
 
     @property
     def lost_data(self) -> bool:
-        return any(
-            a.removed_bytes and a.file.endswith(layout.LOG_SUFFIX) for a in self.plan.actions
-        )
+        """Records removed or acknowledged offsets lost (removing only zero padding is not)."""
+        return bool(self.plan.lost)
 
     def to_json(self) -> dict:
         return {
@@ -53,6 +52,7 @@ class RepairResult:
             "removed_bytes": self.plan.removed_bytes,
             "removed_offsets": [list(r) for r in self.plan.removed_offsets],
             "gaps": [list(g) for g in self.plan.gaps],
+            "partitions": [p.to_json() for p in self.plan.partitions],
             "quarantine": self.quarantine,
             "left": self.plan.left,
             "notes": self.plan.notes,
@@ -187,6 +187,7 @@ def _run(
             "removed_bytes": plan.removed_bytes,
             "removed_offsets": [list(r) for r in plan.removed_offsets],
             "gaps": [list(g) for g in plan.gaps],
+            "partitions": [p.to_json() for p in plan.partitions],
             "notes": plan.notes,
         }
         journal = apply.start(

@@ -16,16 +16,21 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..storage import layout
-from ..storage.checkpoints import CheckpointError, read_offsets
-from ..storage.disk import Disk, join
-from ..storage.layout import FileKind, TopicPartition
-from ..storage.leader_epoch import read_leader_epochs
-from ..storage.partition_metadata import read_partition_metadata
-from ..storage.producer_snapshot import CorruptSnapshotError, read_snapshot
-from .defects import is_notice
+from ..storage.disk import SPECIAL_TYPES, Disk, join
+from ..storage.layout import FileKind, TopicPartition, printable
+from ..storage.logdir import is_log_dir as is_kafka_log_dir
 from .findings import Finding
 from .segment_scan import SegmentScan, scan_segment
 from .settings import Settings
+from .state_checks import (
+    Checkpoints,
+    check_checkpoint_bounds,
+    check_leader_epochs,
+    check_partition_metadata,
+    check_snapshots,
+    load_leader_epochs,
+    read_root_checkpoints,
+)
 
 ROOT_MARKERS = (
     layout.RECOVERY_POINT_CHECKPOINT,
@@ -40,18 +45,6 @@ ROOT_MARKERS = (
 
 class NotALogDir(ValueError):
     """PATH is neither a broker's log dir nor a partition dir (unusable input, exit 2)."""
-
-
-@dataclass(slots=True)
-class Checkpoints:
-    """The log dir's offset checkpoints; a missing map means the file is missing or malformed."""
-
-    recovery_points: dict[TopicPartition, int] | None = None
-    log_start_offsets: dict[TopicPartition, int] | None = None
-    high_watermarks: dict[TopicPartition, int] | None = None
-    cleaner_offsets: dict[TopicPartition, int] | None = None
-    malformed: dict[str, str] = field(default_factory=dict)
-    """File name → Kafka's error, for each checkpoint that does not parse."""
 
 
 @dataclass(slots=True)
@@ -73,7 +66,10 @@ class PartitionScan:
     swap_segments: list[SegmentScan] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     files: list[str] = field(default_factory=list)
-    """Regular files of the dir (names), symlinks excluded."""
+    """Regular files of the dir (names), symlinks excluded (unless followed)."""
+    left_alone: str | None = None
+    """Why every mode must leave this partition as it is (a symlink or a FIFO, socket or device
+    among its files), or None. The planner plans nothing for it; its findings stay reported."""
     snapshots: list[Snapshot] = field(default_factory=list)
     leader_epochs: list[tuple[int, int]] | None = None
     """leader-epoch-checkpoint entries as written (None: file missing or malformed)."""
@@ -81,6 +77,8 @@ class PartitionScan:
     recovery_point: int | None = None
     log_start_checkpoint: int | None = None
     high_watermark: int | None = None
+    cleaner_offset: int | None = None
+    """The cleaner-offset-checkpoint entry: the log cleaner has compacted this partition."""
     settings: Settings | None = None
     disk: Disk | None = field(default=None, repr=False, compare=False)
     """The Disk it was read through: kafka mode replays producer state from it."""
@@ -119,13 +117,14 @@ class PartitionScan:
 
     def to_json(self) -> dict:
         return {
-            "path": self.path,
-            "topic": self.topic,
+            "path": printable(self.path),
+            "topic": printable(self.topic),
             "partition": self.partition,
             "log_start_offset": self.log_start_offset,
             "log_end_offset": self.log_end_offset,
             "segments": len(self.segments),
             "bytes": self.bytes,
+            "left_alone": self.left_alone and printable(self.left_alone),
             "defects": [f.to_json() for f in self.all_findings],
         }
 
@@ -138,11 +137,13 @@ class LogDirScan:
     findings: list[Finding] = field(default_factory=list)
     clean_shutdown_marker: bool = False
     checkpoints: Checkpoints = field(default_factory=Checkpoints)
+    deep: bool = False
+    """Every record was decoded (`--deep-iteration`); else only batches were checked."""
 
     @property
     def clean(self) -> bool:
-        """No damage (notices do not count)."""
-        return all(is_notice(f.kind) for f in self.all_findings())
+        """No damage: notices (findings of a log Kafka loads as it is) may remain."""
+        return not any(f.severity == "damage" for f in self.all_findings())
 
     def all_findings(self) -> list[Finding]:
         out = list(self.findings)
@@ -153,7 +154,8 @@ class LogDirScan:
     def to_json(self) -> dict:
         return {
             "clean": self.clean,
-            "path": self.root,
+            "deep": self.deep,
+            "path": printable(self.root),
             "kind": "log_dir" if self.is_log_dir else "partition_dir",
             "clean_shutdown_marker": self.clean_shutdown_marker,
             "partitions": [p.to_json() for p in self.partitions],
@@ -187,11 +189,17 @@ def classify(disk: Disk, path: str) -> bool:
     ]
     if is_partition_name and not subdirs:
         return False
-    if subdirs:
+    if is_kafka_log_dir(disk, path):
         return True
+    inside = [join(path, n) for n in subdirs if is_kafka_log_dir(disk, join(path, n))]
+    hint = (
+        f"it holds the log dir {inside[0]}: give that"
+        if inside
+        else "give a log.dirs entry of the broker or one of its partition dirs"
+    )
     raise NotALogDir(
-        f"{path}: neither a Kafka log dir (no checkpoint files or partition dirs) nor a "
-        "partition dir (no segments)"
+        f"{path}: not a Kafka log dir (no partition dir with segments, no checkpoint file or "
+        f"meta.properties) nor a partition dir (no segment files); {hint}"
     )
 
 
@@ -215,133 +223,90 @@ def _is_real_dir(disk: Disk, path: str) -> bool:
 def scan_path(
     disk: Disk, path: str, settings: Settings, progress: Progress | None = None
 ) -> LogDirScan:
+    """Scans PATH: a partition dir on its own, or a log dir's root files → its partitions → its
+    checkpoints held against what the partitions hold."""
     path = path.rstrip("/") or "/"
     is_log_dir = classify(disk, path)
-    result = LogDirScan(path, is_log_dir)
+    result = LogDirScan(path, is_log_dir, deep=settings.deep_iteration)
     if not is_log_dir:
         name = path.rpartition("/")[2]
         result.partitions.append(_scan_partition(disk, path, "", name, settings, None, progress))
         return result
     names = disk.list_dir(path)
     result.clean_shutdown_marker = layout.CLEAN_SHUTDOWN_FILE in names
-    result.checkpoints = _read_root_checkpoints(disk, path, names, result.findings)
-    for name in names:
-        p = join(path, name)
-        if disk.is_symlink(p):
-            result.findings.append(
-                Finding("symlink", name, detail="a symbolic link in the log dir; never followed")
-            )
-            continue
-        if disk.is_dir(p):
-            if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
-                continue
-            try:
-                layout.parse_partition_dir_name(name, p)
-            except layout.LayoutError as e:
-                result.findings.append(Finding("stray_directory", name, detail=str(e)))
-                continue
-            result.partitions.append(
-                _scan_partition(disk, p, name, name, settings, result.checkpoints, progress)
-            )
-            continue
-        fn = layout.classify_log_dir_file(name)
-        if fn.kind is FileKind.UNKNOWN:
-            result.findings.append(
-                Finding("stray_file", name, detail="not a file Kafka keeps in a log dir")
-            )
-        elif fn.tmp:
-            result.findings.append(
-                Finding(
-                    "tmp_leftover",
-                    name,
-                    length=disk.size(p),
-                    detail="left by an interrupted checkpoint write",
-                )
-            )
-    _check_checkpoint_bounds(result)
+    entries = {name: _look(disk, join(path, name), name, settings) for name in names}
+    files = [name for name, (kind, _) in entries.items() if kind == "file"]
+    result.checkpoints = read_root_checkpoints(disk, path, files, result.findings)
+    for name, (kind, finding) in entries.items():
+        if finding is not None:
+            result.findings.append(finding)
+        _scan_log_dir_entry(disk, result, name, kind, settings, progress)
+    check_checkpoint_bounds(result)
     return result
 
 
-def _read_root_checkpoints(
-    disk: Disk, root: str, names: list[str], findings: list[Finding]
-) -> Checkpoints:
-    out = Checkpoints()
-    for name, attr in (
-        (layout.RECOVERY_POINT_CHECKPOINT, "recovery_points"),
-        (layout.LOG_START_OFFSET_CHECKPOINT, "log_start_offsets"),
-        (layout.REPLICATION_CHECKPOINT, "high_watermarks"),
-        (layout.CLEANER_CHECKPOINT, "cleaner_offsets"),
-    ):
-        if name not in names:
-            continue
+def _look(disk: Disk, path: str, shown: str, settings: Settings) -> tuple[str, Finding | None]:
+    """What the entry at `path` is, found without opening it (a FIFO would block a read), and the
+    finding it needs: 'file', 'dir', 'missing', 'symlink' (not followed) or 'special'. A symlink
+    to a regular file is 'file' under `--follow-symlinks`."""
+    kind = disk.file_type(path)
+    if kind == "symlink":
+        target = printable(disk.read_link(path))
+        if settings.follow_symlinks and disk.file_type(path, follow=True) == "file":
+            why = f"a symbolic link to {target}; followed (--follow-symlinks): read as the file"
+            return "file", Finding("symlink", shown, detail=why)
+        why = f"a symbolic link to {target}; never followed"
+        return "symlink", Finding("symlink", shown, detail=why)
+    if kind in SPECIAL_TYPES:
+        why = f"{SPECIAL_TYPES[kind]}; never opened (Kafka would hang or fail on it)"
+        return "special", Finding("special_file", shown, detail=why)
+    return kind, None
+
+
+def _scan_log_dir_entry(
+    disk: Disk,
+    result: LogDirScan,
+    name: str,
+    kind: str,
+    settings: Settings,
+    progress: Progress | None,
+) -> None:
+    """One entry of the log dir: a partition dir to scan, a root file Kafka keeps, or a finding.
+    Symlinks and special files have their finding already and are never read."""
+    p = join(result.root, name)
+    if kind == "dir":
+        if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
+            return
         try:
-            _check_size(disk, join(root, name))
-            setattr(out, attr, read_offsets(disk, join(root, name)))
-        except CheckpointError as e:
-            consequence = {
-                "recovery_points": "Kafka resets every recovery point to 0",
-                "log_start_offsets": "Kafka resets every log start to its first segment's base",
-                "high_watermarks": "Kafka takes the log dir offline",
-                "cleaner_offsets": "the log cleaner treats it as empty",
-            }[attr]
-            if e.structural and attr != "high_watermarks":
-                consequence += " and takes the log dir offline"
-            out.malformed[name] = str(e)
-            findings.append(
-                Finding("checkpoint_malformed", name, detail=f"{e.message}; {consequence}")
+            parsed = layout.parse_partition_dir_name(name, p)
+        except layout.LayoutError as e:
+            result.findings.append(Finding("stray_directory", name, detail=str(e)))
+            return
+        problem = layout.topic_name_problem(parsed.topic_partition.topic)
+        if problem is not None:
+            why = f"{problem}: no broker made this directory, and its name cannot be a checkpoint entry"
+            result.findings.append(Finding("stray_directory", name, detail=why))
+            return
+        result.partitions.append(
+            _scan_partition(disk, p, name, name, settings, result.checkpoints, progress)
+        )
+        return
+    if kind != "file":
+        return
+    fn = layout.classify_log_dir_file(name)
+    if fn.kind is FileKind.UNKNOWN:
+        result.findings.append(
+            Finding("stray_file", name, detail="not a file Kafka keeps in a log dir")
+        )
+    elif fn.tmp:
+        result.findings.append(
+            Finding(
+                "tmp_leftover",
+                name,
+                length=disk.size(p),
+                detail="left by an interrupted checkpoint write",
             )
-    return out
-
-
-def _check_checkpoint_bounds(result: LogDirScan) -> None:
-    ck = result.checkpoints
-    for p in result.partitions:
-        tp = p.tp
-        leo = p.log_end_offset
-        lso = p.log_start_offset
-        rp = (ck.recovery_points or {}).get(tp)
-        hw = (ck.high_watermarks or {}).get(tp)
-        if rp is not None and rp > leo:
-            result.findings.append(
-                Finding(
-                    "recovery_point_beyond_end",
-                    layout.RECOVERY_POINT_CHECKPOINT,
-                    offset=rp,
-                    detail=f"{tp}: recovery point {rp} is past the log end {leo}",
-                    partition=p.rel,
-                )
-            )
-        if hw is not None and hw > leo:
-            result.findings.append(
-                Finding(
-                    "high_watermark_beyond_end",
-                    layout.REPLICATION_CHECKPOINT,
-                    offset=hw,
-                    detail=f"{tp}: high watermark {hw} is past the log end {leo}",
-                    partition=p.rel,
-                )
-            )
-        if p.log_start_checkpoint is not None and p.log_start_checkpoint > leo:
-            result.findings.append(
-                Finding(
-                    "log_start_beyond_end",
-                    layout.LOG_START_OFFSET_CHECKPOINT,
-                    offset=p.log_start_checkpoint,
-                    detail=f"{tp}: log start {p.log_start_checkpoint} is past the log end {leo}; "
-                    "Kafka deletes every segment",
-                    partition=p.rel,
-                )
-            )
-        elif hw is not None and lso > hw and hw <= leo:
-            result.findings.append(
-                Finding(
-                    "log_start_beyond_high_watermark",
-                    layout.REPLICATION_CHECKPOINT,
-                    offset=lso,
-                    detail=f"{tp}: log start {lso} is past the high watermark {hw}",
-                    partition=p.rel,
-                )
-            )
+        )
 
 
 def _scan_partition(
@@ -353,6 +318,30 @@ def _scan_partition(
     checkpoints: Checkpoints | None,
     progress: Progress | None,
 ) -> PartitionScan:
+    """A partition dir's steps, in the order Kafka's loader takes them: which files are there →
+    the segments in offset order (and the offsets missing between them) → the swap files of an
+    interrupted operation → indexes with no segment → producer snapshots and leader epochs held
+    against the log end."""
+    p = _partition(disk, path, rel, name, settings, checkpoints)
+    files = _sort_files(disk, p)
+    _scan_segments(disk, p, files, progress)
+    _check_holes(p)
+    _scan_swap_segments(disk, p, files)
+    _check_orphan_indexes(disk, p, files)
+    check_snapshots(disk, p)
+    check_leader_epochs(p)
+    return p
+
+
+def _partition(
+    disk: Disk,
+    path: str,
+    rel: str,
+    name: str,
+    settings: Settings,
+    checkpoints: Checkpoints | None,
+) -> PartitionScan:
+    """The partition the dir's name says, with its topic's settings and checkpoint entries."""
     try:
         parsed = layout.parse_partition_dir_name(name, path)
         topic, partition, dir_kind = (
@@ -369,43 +358,74 @@ def _scan_partition(
         p.recovery_point = (checkpoints.recovery_points or {}).get(tp)
         p.log_start_checkpoint = (checkpoints.log_start_offsets or {}).get(tp)
         p.high_watermark = (checkpoints.high_watermarks or {}).get(tp)
+        p.cleaner_offset = (checkpoints.cleaner_offsets or {}).get(tp)
+    return p
 
-    logs: dict[int, str] = {}
-    swap_logs: dict[int, str] = {}
-    indexes: dict[tuple[int, FileKind], str] = {}
-    for fname in disk.list_dir(path):
-        fpath = join(path, fname)
-        if disk.is_symlink(fpath):
-            p.findings.append(
-                Finding("symlink", p.file(fname), detail="a symbolic link; never followed")
-            )
+
+@dataclass(slots=True)
+class _PartitionFiles:
+    """A partition dir's segment files by base offset (names in the dir)."""
+
+    logs: dict[int, str] = field(default_factory=dict)
+    swap_logs: dict[int, str] = field(default_factory=dict)
+    indexes: dict[tuple[int, FileKind], str] = field(default_factory=dict)
+    unread: set[str] = field(default_factory=set)
+    """Names that are symlinks or special files: not read, and not missing either."""
+
+    def index_paths(self, path: str, base: int) -> tuple[str | None, str | None, str | None]:
+        """The offset, time and transaction index of the segment at `base` (None: absent)."""
+        return tuple(
+            join(path, self.indexes[(base, k)]) if (base, k) in self.indexes else None
+            for k in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX)
+        )
+
+
+_LEFTOVER_KINDS = {
+    layout.DELETED_SUFFIX: "deleted_leftover",
+    layout.CLEANED_SUFFIX: "cleaned_leftover",
+    layout.SWAP_SUFFIX: "swap_leftover",
+}
+
+
+def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
+    """Every entry of the dir: segments and indexes to scan, snapshots to check, the state files
+    read, and a finding for each entry Kafka would not load as it is."""
+    files = _PartitionFiles()
+    for fname in disk.list_dir(p.path):
+        fpath = join(p.path, fname)
+        kind, finding = _look(disk, fpath, p.file(fname), p.settings)
+        if finding is not None:
+            p.findings.append(finding)
+        if kind in ("symlink", "special"):
+            _leave_alone(p, finding)
+            files.unread.add(fname)
             continue
-        if disk.is_dir(fpath):
+        if kind == "dir":
             p.findings.append(
                 Finding("stray_file", p.file(fname), detail="a directory; Kafka ignores it")
             )
             continue
+        if kind != "file":
+            continue  # gone since the listing
         p.files.append(fname)
         fn = layout.classify_partition_file(fname)
         if fn.blocks_kafka_load or (fn.offset is not None and not fn.canonical and not fn.leftover):
             detail = fn.detail or "a non-canonical segment name; Kafka ignores it"
             p.findings.append(Finding("stray_file", p.file(fname), detail=detail))
-            continue
-        if fn.leftover in (layout.DELETED_SUFFIX, layout.CLEANED_SUFFIX, layout.SWAP_SUFFIX):
-            kind = {
-                layout.DELETED_SUFFIX: "deleted_leftover",
-                layout.CLEANED_SUFFIX: "cleaned_leftover",
-                layout.SWAP_SUFFIX: "swap_leftover",
-            }[fn.leftover]
+        elif fn.leftover in _LEFTOVER_KINDS:
             if fn.kind is FileKind.KRAFT_SNAPSHOT:
                 continue  # the raft layer's own snapshot files
             p.findings.append(
-                Finding(kind, p.file(fname), length=disk.size(fpath), offset=fn.offset)
+                Finding(
+                    _LEFTOVER_KINDS[fn.leftover],
+                    p.file(fname),
+                    length=disk.size(fpath),
+                    offset=fn.offset,
+                )
             )
             if fn.leftover == layout.SWAP_SUFFIX and fn.kind is FileKind.LOG:
-                swap_logs[fn.offset] = fname
-            continue
-        if fn.tmp:
+                files.swap_logs[fn.offset] = fname
+        elif fn.tmp:
             p.findings.append(
                 Finding(
                     "tmp_leftover",
@@ -414,44 +434,46 @@ def _scan_partition(
                     detail="left by an interrupted write",
                 )
             )
-            continue
-        if fn.kind is FileKind.LOG:
-            logs[fn.offset] = fname
+        elif fn.kind is FileKind.LOG:
+            files.logs[fn.offset] = fname
         elif fn.kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
-            indexes[(fn.offset, fn.kind)] = fname
+            files.indexes[(fn.offset, fn.kind)] = fname
         elif fn.kind is FileKind.SNAPSHOT:
             p.snapshots.append(Snapshot(fn.offset, fname, None))
         elif fn.kind is FileKind.LEADER_EPOCH_CHECKPOINT:
-            _read_leader_epochs(disk, fpath, p)
+            load_leader_epochs(disk, fpath, p)
         elif fn.kind is FileKind.PARTITION_METADATA:
-            try:
-                _check_size(disk, fpath)
-                read_partition_metadata(disk, fpath)
-            except CheckpointError as e:
-                p.findings.append(
-                    Finding(
-                        "partition_metadata_malformed",
-                        p.file(fname),
-                        detail=f"{e.message}; Kafka takes the log dir offline",
-                    )
-                )
+            check_partition_metadata(disk, fpath, p, fname)
         elif fn.kind is FileKind.UNKNOWN:
             p.findings.append(
                 Finding("stray_file", p.file(fname), detail="not a file Kafka keeps here")
             )
+    return files
 
+
+def _leave_alone(p: PartitionScan, finding: Finding) -> None:
+    """A symlink or special file among the partition's files: what Kafka reads there is not what
+    a repair would change, so every mode leaves the partition as it is."""
+    why = f"{printable(finding.file)} is {finding.detail.partition(';')[0]}"
+    if finding.kind == "symlink":
+        why += " (verify --follow-symlinks reads a link to a regular file as that file)"
+    p.left_alone = why if p.left_alone is None else f"{p.left_alone}; {why}"
+
+
+def _scan_segments(
+    disk: Disk, p: PartitionScan, files: _PartitionFiles, progress: Progress | None
+) -> None:
+    """The segments in offset order, each scanned knowing where the previous one ended (its last
+    offset, its highest leader epoch) and where the next one begins."""
     previous_last: int | None = None
     max_epoch = -1
-    bases = sorted(logs)
+    bases = sorted(files.logs)
     for n, base in enumerate(bases):
-        fname = logs[base]
-        idx = tuple(
-            join(path, indexes[(base, k)]) if (base, k) in indexes else None
-            for k in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX)
-        )
+        fname = files.logs[base]
+        idx = files.index_paths(p.path, base)
         seg = scan_segment(
             disk,
-            join(path, fname),
+            join(p.path, fname),
             p.file(fname),
             base,
             previous_last_offset=previous_last,
@@ -461,28 +483,94 @@ def _scan_partition(
             max_batch_size=p.settings.max_batch_size,
             next_base=bases[n + 1] if n + 1 < len(bases) else None,
             previous_max_epoch=max_epoch,
+            deep=p.settings.deep_iteration,
         )
         max_epoch = seg.max_epoch
         if progress is not None:
             progress(seg.size)
         for k, suffix in ((0, layout.INDEX_SUFFIX), (1, layout.TIME_INDEX_SUFFIX)):
-            if idx[k] is None:
+            name = layout.segment_file_name(base, suffix)
+            if idx[k] is None and name not in files.unread:
                 p.findings.append(
                     Finding(
                         "index_missing",
-                        p.file(layout.segment_file_name(base, suffix)),
+                        p.file(name),
                         detail=f"{fname} has no {suffix[1:]} file",
                     )
                 )
         p.segments.append(seg)
         if seg.last_offset is not None:
             previous_last = seg.last_offset
-    for base in sorted(swap_logs):
+
+
+COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
+"""Kafka's internal topics, always `cleanup.policy=compact`."""
+
+
+def compacted(p: PartitionScan) -> bool:
+    """Whether offset gaps between the partition's segments can be the log cleaner's: its topic's
+    `cleanup.policy` when given, else evidence that the cleaner has run on it (an entry in
+    cleaner-offset-checkpoint) or an internal topic (always compacted)."""
+    policy = p.settings.compacted if p.settings is not None else None
+    if policy is not None:
+        return policy
+    return p.cleaner_offset is not None or p.topic in COMPACTED_TOPICS
+
+
+def _check_holes(p: PartitionScan) -> None:
+    """`offset_hole`: a segment in the middle of the partition that holds no batch, though it
+    held some (bytes in its file, or indexes naming offsets), while the next segment starts above
+    it. Kafka rolls a segment only to append to it and deletes an empty active segment it rolls,
+    so outside compaction such a segment means its offsets were lost. The hole runs from where
+    the data before it ends to the next segment's base (at or past the log start). Its indexes'
+    complaints are the same loss said worse, and are dropped."""
+    if compacted(p) or p.left_alone is not None:
+        return  # (a segment left unread may be the data between)
+    data_end: int | None = None
+    for seg, nxt in zip(p.segments, p.segments[1:], strict=False):
+        if seg.runs:
+            data_end = seg.next_offset
+            continue
+        if seg.size == 0 and seg.indexed_last_offset is None:
+            continue  # nothing says it ever held a batch
+        first = seg.base_offset if data_end is None else min(data_end, seg.base_offset)
+        first = max(first, p.log_start_checkpoint or 0)
+        last = nxt.base_offset - 1
+        if first > last:
+            continue
+        held = (
+            f"its indexes name offsets up to {seg.indexed_last_offset}"
+            if seg.indexed_last_offset is not None
+            else f"its {seg.size} bytes hold no valid batch"
+        )
+        seg.index_findings = [f for f in seg.index_findings if f.kind not in _INDEX_KINDS]
+        seg.findings.insert(
+            0,
+            Finding(
+                "offset_hole",
+                seg.name,
+                0,
+                seg.size,
+                first,
+                f"offsets {first}..{last} are missing: segment {seg.base_offset} holds no batch "
+                f"({held}) and the next segment starts at {nxt.base_offset}",
+                last_offset=last,
+            ),
+        )
+        data_end = nxt.base_offset
+
+
+_INDEX_KINDS = ("offset_index_corrupt", "time_index_corrupt")
+
+
+def _scan_swap_segments(disk: Disk, p: PartitionScan, files: _PartitionFiles) -> None:
+    """The `.log.swap` files of an interrupted compaction or split, each on its own."""
+    for base in sorted(files.swap_logs):
         p.swap_segments.append(
             scan_segment(
                 disk,
-                join(path, swap_logs[base]),
-                p.file(swap_logs[base]),
+                join(p.path, files.swap_logs[base]),
+                p.file(files.swap_logs[base]),
                 base,
                 previous_last_offset=None,
                 index_interval_bytes=p.settings.index_interval_bytes,
@@ -490,109 +578,16 @@ def _scan_partition(
                 max_batch_size=p.settings.max_batch_size,
             )
         )
-    for (base, _kind), fname in sorted(indexes.items()):
-        if base not in logs:
+
+
+def _check_orphan_indexes(disk: Disk, p: PartitionScan, files: _PartitionFiles) -> None:
+    for (base, _kind), fname in sorted(files.indexes.items()):
+        if base not in files.logs and layout.log_file_name(base) not in files.unread:
             p.findings.append(
                 Finding(
                     "index_orphan",
                     p.file(fname),
-                    length=disk.size(join(path, fname)),
+                    length=disk.size(join(p.path, fname)),
                     detail=f"no {layout.log_file_name(base)}",
                 )
             )
-    _check_snapshots(disk, p)
-    _check_leader_epochs(p)
-    return p
-
-
-def _check_snapshots(disk: Disk, p: PartitionScan) -> None:
-    """Corrupt snapshots, and snapshots past the log end (they describe data that is gone).
-
-    Snapshots Kafka merely tidies at load (not at a segment base, at or below the log start) are
-    normal on a healthy log and are not reported."""
-    leo = p.log_end_offset
-    for snap in p.snapshots:
-        try:
-            entries = read_snapshot(disk, join(p.path, snap.file))
-            late = [e for e in entries if e.last_offset >= snap.offset]
-            if late:
-                raise CorruptSnapshotError(
-                    f"producer {late[0].producer_id} has last offset {late[0].last_offset}, at or "
-                    f"past the snapshot's own offset {snap.offset}"
-                )
-        except CorruptSnapshotError as e:
-            snap.corrupt = str(e)
-            p.findings.append(
-                Finding(
-                    "producer_snapshot_corrupt",
-                    p.file(snap.file),
-                    offset=snap.offset,
-                    detail=str(e),
-                )
-            )
-            continue
-        if snap.offset > leo:
-            p.findings.append(
-                Finding(
-                    "producer_snapshot_stray",
-                    p.file(snap.file),
-                    offset=snap.offset,
-                    detail=f"snapshot {snap.offset} is past the log end {leo}; Kafka deletes it",
-                )
-            )
-
-
-MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024
-"""Checkpoint files are read whole; one larger than this is reported unread, not loaded."""
-
-
-def _check_size(disk: Disk, path: str) -> None:
-    size = disk.size(path)
-    if size > MAX_CHECKPOINT_BYTES:
-        raise CheckpointError(path, f"{size} bytes is not a checkpoint file Kafka wrote")
-
-
-def _read_leader_epochs(disk: Disk, path: str, p: PartitionScan) -> None:
-    try:
-        _check_size(disk, path)
-        p.leader_epochs = [(e.epoch, e.start_offset) for e in read_leader_epochs(disk, path)]
-    except CheckpointError as e:
-        p.leader_epoch_malformed = e.message
-        p.findings.append(
-            Finding(
-                "checkpoint_malformed",
-                p.file(layout.LEADER_EPOCH_CHECKPOINT),
-                detail=f"{e.message}; Kafka takes the log dir offline",
-            )
-        )
-
-
-def _check_leader_epochs(p: PartitionScan) -> None:
-    if not p.leader_epochs:
-        return
-    file = p.file(layout.LEADER_EPOCH_CHECKPOINT)
-    leo = p.log_end_offset
-    prev: tuple[int, int] | None = None
-    for epoch, start in p.leader_epochs:
-        if epoch < 0 or start < 0 or (prev is not None and (epoch <= prev[0] or start < prev[1])):
-            p.findings.append(
-                Finding(
-                    "leader_epoch_not_monotonic",
-                    file,
-                    offset=start,
-                    detail=f"entry (epoch {epoch}, start {start}) after {prev}",
-                )
-            )
-            break
-        prev = (epoch, start)
-    # An entry at the log end is what a leader election with nothing written since leaves.
-    beyond = [(e, s) for e, s in p.leader_epochs if s > leo]
-    if beyond:
-        p.findings.append(
-            Finding(
-                "leader_epoch_beyond_end",
-                file,
-                offset=beyond[0][1],
-                detail=f"epochs {[e for e, _ in beyond]} start past the log end {leo}",
-            )
-        )

@@ -5,7 +5,12 @@ many fit (Kafka fails to start if a rebuilt index overflows it), and `message.ma
 size above which verify reports a (valid) batch as `batch_too_large`. Broker-wide values come from the broker's own
 `server.properties` (`log.index.interval.bytes`, `log.index.size.max.bytes`, `message.max.bytes`);
 per-topic overrides use the topic config names (`index.interval.bytes`, `segment.index.bytes`,
-`max.message.bytes`).
+`max.message.bytes`). `cleanup.policy` (`log.cleanup.policy` broker-wide) says whether offset gaps
+between segments can be compaction's; unset, the scan looks for evidence of compaction instead.
+
+Two options shape the scan itself rather than Kafka's result: `deep_iteration` decodes every
+record (kafka-dump-log's name), and `follow_symlinks` treats a symlinked segment or index as the
+file it points at instead of leaving its partition alone.
 """
 
 from __future__ import annotations
@@ -22,11 +27,13 @@ _BROKER_KEYS = {
     "log.index.interval.bytes": "index_interval_bytes",
     "log.index.size.max.bytes": "segment_index_bytes",
     "message.max.bytes": "message_max_bytes",
+    "log.cleanup.policy": "cleanup_policy",
 }
 _TOPIC_KEYS = {
     "index.interval.bytes": "index_interval_bytes",
     "segment.index.bytes": "segment_index_bytes",
     "max.message.bytes": "message_max_bytes",
+    "cleanup.policy": "cleanup_policy",
 }
 _MINIMUM = {"index_interval_bytes": 0, "segment_index_bytes": 4, "message_max_bytes": 0}
 
@@ -40,7 +47,12 @@ class Settings:
     index_interval_bytes: int = DEFAULT_INDEX_INTERVAL_BYTES
     segment_index_bytes: int = DEFAULT_SEGMENT_INDEX_BYTES
     message_max_bytes: int = DEFAULT_MESSAGE_MAX_BYTES
-    topic_overrides: dict[str, dict[str, int]] = field(default_factory=dict, compare=False)
+    cleanup_policy: str | None = None
+    """`cleanup.policy` as configured (e.g. `delete`, `compact`, `compact,delete`); None: not
+    given."""
+    deep_iteration: bool = False
+    follow_symlinks: bool = False
+    topic_overrides: dict[str, dict[str, int | str]] = field(default_factory=dict, compare=False)
 
     @property
     def max_batch_size(self) -> int:
@@ -58,7 +70,7 @@ class Settings:
         for key, value in _parse_properties(text).items():
             attr = _BROKER_KEYS.get(key)
             if attr is not None:
-                changes[attr] = _number(attr, value, f"{source}: {key}")
+                changes[attr] = _value(attr, value, f"{source}: {key}")
         return replace(self, **changes)
 
     def with_topic_override(self, spec: str) -> Settings:
@@ -73,8 +85,27 @@ class Settings:
                 f"--topic-config {spec!r}: {key!r} is not one of {', '.join(sorted(_TOPIC_KEYS))}"
             )
         overrides = {t: dict(o) for t, o in self.topic_overrides.items()}
-        overrides.setdefault(topic, {})[attr] = _number(attr, value, f"--topic-config {spec!r}")
+        overrides.setdefault(topic, {})[attr] = _value(attr, value, f"--topic-config {spec!r}")
         return replace(self, topic_overrides=overrides)
+
+    @property
+    def compacted(self) -> bool | None:
+        """Whether the log cleaner compacts the topic (None: `cleanup.policy` not given)."""
+        if self.cleanup_policy is None:
+            return None
+        return "compact" in self.cleanup_policy
+
+
+_POLICIES = {"delete", "compact"}
+
+
+def _value(attr: str, value: str, where: str) -> int | str:
+    if attr != "cleanup_policy":
+        return _number(attr, value, where)
+    policies = [v.strip() for v in value.strip().strip("[]").split(",") if v.strip()]
+    if not policies or not set(policies) <= _POLICIES:
+        raise SettingsError(f"{where}: {value.strip()!r} is not delete, compact or both")
+    return ",".join(policies)
 
 
 def _number(attr: str, value: str, where: str) -> int:

@@ -19,11 +19,13 @@ from dataclasses import dataclass
 from ..format.batch import RecordBatch
 from ..format.control import ControlType
 from ..format.errors import Defect, FormatError
+from ..format.walker import CRC_VALID_KINDS
 from ..storage import layout
 from ..storage.disk import Disk, join
 from ..storage.producer_snapshot import CorruptSnapshotError, read_snapshot
 from ..storage.producer_state import ProducerState, ProducerStateError
 from ..storage.scan import LogScan
+from .kafka_reading import kafka_keeps_bad_magic
 
 _SIZE = struct.Struct(">i")
 _OFFSET = struct.Struct(">q")
@@ -254,8 +256,12 @@ class TxnReplay:
             for item in LogScan(
                 self.disk, path, check_offsets=False, max_batch_size=self.max_batch
             ):
+                last = False
                 if isinstance(item, Defect):
-                    break
+                    kept = self._kept_in_damage(path, item)
+                    if kept is None:
+                        break
+                    item, last = kept
                 if not isinstance(item, RecordBatch):
                     continue
                 marker = None
@@ -281,5 +287,29 @@ class TxnReplay:
                         marker,
                     )
                 )
+                if last:
+                    break
         self._batches[base] = out
         return out
+
+    def _kept_in_damage(self, path: str, defect: Defect) -> tuple[RecordBatch, bool] | None:
+        """The batch at the start of a damaged region that Kafka's recovery keeps (its CRC holds:
+        records that do not parse, or a magic byte of 3-127), read as the v2 header Kafka reads,
+        and whether Kafka's recovery stops after it; None where it stops before."""
+        if defect.kind in CRC_VALID_KINDS:
+            with self.disk.open(path) as f:
+                size = 12 + _SIZE.unpack_from(f.read_at(defect.position + 8, 4))[0]
+        elif defect.kind in ("bad_magic", "garbage_tail"):
+            size = kafka_keeps_bad_magic(self.disk, path, defect)
+        else:
+            size = None
+        if size is None:
+            return None
+        with self.disk.open(path) as f:
+            raw = bytearray(f.read_at(defect.position, size))
+        raw[16] = 2  # outside the CRC: read as Kafka reads it
+        try:
+            batch = RecordBatch.parse(bytes(raw), 0)
+        except FormatError:
+            return None
+        return batch, size < defect.length

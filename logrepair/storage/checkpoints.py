@@ -19,6 +19,8 @@ from . import java_text
 from .disk import Disk
 from .layout import TopicPartition
 
+_WHITE_SPACE = re.compile(r"\s")
+
 OFFSET_CHECKPOINT_VERSION = 0
 # Far beyond any real line (a topic name is at most 249 characters) or file of this kind.
 MAX_LINE_LENGTH = 1 << 16
@@ -190,7 +192,14 @@ def read_offsets(disk: Disk, path: str) -> dict[TopicPartition, int]:
 
 
 def format_offsets(offsets: Mapping[TopicPartition, int]) -> bytes:
-    """Entries sorted by topic and partition (Kafka's order is a hash map's, unspecified)."""
+    """Entries sorted by topic and partition (Kafka's order is a hash map's, unspecified).
+
+    A topic whose name would not read back as one field (empty, or holding white space: a
+    partition dir Kafka could not have made) is refused: its line would make the whole file
+    unreadable. Callers never pass one (layout.is_legal)."""
+    bad = [tp for tp in offsets if not tp.topic or _WHITE_SPACE.search(tp.topic)]
+    if bad:
+        raise ValueError(f"not a Kafka topic-partition, never a checkpoint entry: {bad[0]!r}")
     return format_checkpoint(
         OFFSET_CHECKPOINT_VERSION,
         [f"{tp.topic} {tp.partition} {offset}" for tp, offset in sorted(offsets.items())],

@@ -115,6 +115,23 @@ class Disk(ABC):
 
         Raises `LockHeld` when another process holds it."""
 
+    # What a name is, without opening it: a FIFO where a segment should be would block an open
+    # for reading forever, so scans check the type first. Implementations without such objects
+    # (the simulator's) keep these defaults.
+
+    def file_type(self, path: str, *, follow: bool = False) -> str:
+        """`path`'s type: 'file', 'dir', 'symlink' (unless `follow`), 'missing', or one of
+        `SPECIAL_TYPES`."""
+        if not self.exists(path):
+            return "missing"
+        if not follow and self.is_symlink(path):
+            return "symlink"
+        return "dir" if self.is_dir(path) else "file"
+
+    def read_link(self, path: str) -> str:
+        """Where the symbolic link `path` points (as stored, not resolved)."""
+        raise OSError(f"{path}: not a symbolic link")
+
     # Conveniences built on the primitives above, shared by every implementation.
 
     def read_file(self, path: str) -> bytes:
@@ -130,6 +147,15 @@ class Disk(ABC):
             f.fsync()
         self.rename(tmp, path)
         self.fsync_dir(parent_of(path))
+
+
+SPECIAL_TYPES = {
+    "fifo": "a FIFO (named pipe)",
+    "socket": "a unix socket",
+    "char_device": "a character device",
+    "block_device": "a block device",
+}
+"""File-system objects that are neither regular files, directories nor symlinks, described."""
 
 
 class LockHeld(OSError):

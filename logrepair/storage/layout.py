@@ -324,6 +324,31 @@ def parse_partition_dir_name(name: str, path: str | None = None) -> PartitionDir
     return PartitionDirName(name, TopicPartition(topic, partition), kind, unique_id)
 
 
+_LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._-]{1,249}")
+
+
+def topic_name_problem(topic: str) -> str | None:
+    """Why `topic` is not a name Kafka lets a topic have (`Topic.validate`: at most 249 of
+    `[a-zA-Z0-9._-]`, not `.` or `..`), or None. Kafka's startup parser does not check this, but
+    no broker creates such a directory."""
+    if topic in (".", ".."):
+        return f"topic name {topic!r} is not allowed"
+    if not _LEGAL_TOPIC.fullmatch(topic):
+        return (
+            f"topic name '{printable(topic)}' is not a legal Kafka topic name (at most 249 "
+            "characters of ASCII letters, digits, '.', '_' and '-')"
+        )
+    return None
+
+
+def is_legal(tp: TopicPartition) -> bool:
+    """A topic-partition Kafka could have created: a legal topic name and a partition >= 0.
+
+    A partition dir named otherwise (a space or a newline in it, copied in by hand) is a stray:
+    written into a checkpoint it would make the file unreadable for every partition."""
+    return topic_name_problem(tp.topic) is None and tp.partition >= 0
+
+
 def log_dir_name(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
 
@@ -345,3 +370,17 @@ def stray_dir_name(tp: TopicPartition, unique_id: str) -> str:
 def _truncated_dir_name(tp: TopicPartition, unique_id: str, dir_suffix: str) -> str:
     suffix = f"-{tp.partition}.{unique_id}{dir_suffix}"
     return tp.topic[: max(0, MAX_DIR_NAME_LENGTH - len(suffix))] + suffix
+
+
+def printable(name: str) -> str:
+    """`name` as a report shows it: bytes that are not UTF-8 (which `os.listdir` hands over as
+    surrogate escapes) become `\\xNN`, so printing or JSON-encoding it never fails."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        pass
+    try:
+        return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no file name decodes to
+        return name.encode("utf-8", "backslashreplace").decode("utf-8")

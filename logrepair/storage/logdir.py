@@ -68,6 +68,34 @@ _ROOT_FILES = frozenset(
 )
 
 
+def is_partition_dir(disk: Disk, path: str) -> bool:
+    """A real directory named topic-partition that holds a `.log` or a leader-epoch-checkpoint."""
+    name = path.rstrip("/").rpartition("/")[2]
+    try:
+        layout.parse_partition_dir_name(name)
+    except layout.LayoutError:
+        return False
+    if disk.is_symlink(path) or not disk.is_dir(path):
+        return False
+    return any(
+        layout.classify_partition_file(n).kind
+        in (layout.FileKind.LOG, layout.FileKind.LEADER_EPOCH_CHECKPOINT)
+        for n in disk.list_dir(path)
+    )
+
+
+def is_log_dir(disk: Disk, path: str) -> bool:
+    """A directory holding a file only a Kafka log dir's root holds, or a partition dir. What
+    every command (audit, export, verify, repair, rebuild-index) takes for a broker's log dir, so
+    that a folder that is not one (the parent of a log dir, a folder of notes) is refused."""
+    names = disk.list_dir(path)
+    for n in names:
+        fn = layout.classify_log_dir_file(n)
+        if fn.kind in _ROOT_FILES and not fn.tmp:
+            return True
+    return any(is_partition_dir(disk, join(path, n)) for n in names)
+
+
 def classify_path(disk: Disk, path: str) -> PathInfo:
     """A broker's log dir (partition dirs and root checkpoint files) or one partition dir
     (segment files). Raises LogDirError with one clear line when it is neither."""
@@ -199,8 +227,12 @@ class LogDir:
             except layout.LayoutError as e:
                 self._close_logs()
                 raise LogDirError(str(e)) from None
-            if parsed.kind is not layout.DirKind.LIVE or parsed.is_cluster_metadata:
-                self.other_dirs.append(child)
+            if (
+                parsed.kind is not layout.DirKind.LIVE
+                or parsed.is_cluster_metadata
+                or not layout.is_legal(parsed.topic_partition)
+            ):
+                self.other_dirs.append(child)  # never a checkpoint entry
                 continue
             tp = parsed.topic_partition
             try:

@@ -136,10 +136,23 @@ _held_locks: set[tuple[int, int]] = set()
 _held_locks_guard = threading.Lock()
 
 
+_TYPES = (
+    (stat.S_ISREG, "file"),
+    (stat.S_ISDIR, "dir"),
+    (stat.S_ISLNK, "symlink"),
+    (stat.S_ISFIFO, "fifo"),
+    (stat.S_ISSOCK, "socket"),
+    (stat.S_ISCHR, "char_device"),
+    (stat.S_ISBLK, "block_device"),
+)
+
+
 class OsDisk(Disk):
     def open(self, path: str, *, write: bool = False, create: bool = False) -> OsFile:
         writable = write or create
-        flags = (os.O_RDWR if writable else os.O_RDONLY) | os.O_CLOEXEC
+        # O_NONBLOCK: a FIFO under a segment's name must never hang the tool (it has no effect on
+        # regular files)
+        flags = (os.O_RDWR if writable else os.O_RDONLY) | os.O_CLOEXEC | os.O_NONBLOCK
         if create:
             flags |= os.O_CREAT
         with _path_errors(path):
@@ -157,6 +170,22 @@ class OsDisk(Disk):
 
     def is_symlink(self, path: str) -> bool:
         return os.path.islink(path)
+
+    def file_type(self, path: str, *, follow: bool = False) -> str:
+        try:
+            mode = (os.stat if follow else os.lstat)(path).st_mode
+        except FileNotFoundError:
+            return "missing"
+        except OSError as e:
+            raise type(e)(e.errno, e.strerror, path) from None
+        for test, name in _TYPES:
+            if test(mode):
+                return name
+        return "file"
+
+    def read_link(self, path: str) -> str:
+        with _path_errors(path):
+            return os.readlink(path)
 
     def list_dir(self, path: str) -> list[str]:
         with _path_errors(path):

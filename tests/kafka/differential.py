@@ -260,7 +260,7 @@ def compare(theirs: Path, ours: Path, outcome: Outcome) -> None:
                     f"{name}/{file}: .log differs (Kafka {len(k)} bytes, logrepair {len(o)}, "
                     f"first difference at {_first_difference(k, o)})"
                 )
-            elif _is_preallocation(k, o):
+            elif _is_preallocation(k, o, _logical_size(answer, file)):
                 outcome.preallocation_only.append(f"{name}/{file}")
             elif file.rsplit(".", 1)[0] + layout.LOG_SUFFIX in (k_logs & o_logs):
                 outcome.divergences.append(
@@ -313,8 +313,22 @@ def _epochs(pdir: Path) -> list[str] | None:
     return path.read_text(errors="replace").splitlines()[2:]
 
 
-def _is_preallocation(kafka: bytes, ours: bytes) -> bool:
-    return len(kafka) > len(ours) and kafka.startswith(ours) and not kafka[len(ours) :].strip(b"\0")
+def _logical_size(answer: dict, file: str) -> int | None:
+    """The bytes of entries Kafka's index of `file` holds (the harness reports them per segment)."""
+    key = {layout.INDEX_SUFFIX: "index_bytes", layout.TIME_INDEX_SUFFIX: "time_index_bytes"}
+    stem, _, suffix = file.partition(".")
+    for segment in answer.get("segments", []):
+        if segment["base_offset"] == int(stem) and "." + suffix in key:
+            return segment.get(key["." + suffix])
+    return None
+
+
+def _is_preallocation(kafka: bytes, ours: bytes, logical: int | None) -> bool:
+    """Kafka's file is ours followed by its preallocation: zeros, or past the index's logical
+    end (a truncation drops entries without clearing their bytes)."""
+    if len(kafka) <= len(ours) or not kafka.startswith(ours):
+        return False
+    return logical == len(ours) or not kafka[len(ours) :].strip(b"\0")
 
 
 def _first_difference(a: bytes, b: bytes) -> int:

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from logrepair.format.batch import Record
+from logrepair.format.crc import crc32c
 from logrepair.format.legacy import build_legacy_batch
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout
@@ -18,7 +19,7 @@ from tests.recovery.builders import T0, batch, batches, flip_byte, write_segment
 
 from .differential import Outcome, differ
 
-INTERVAL = 256
+INTERVAL = 0  # every batch an index point: Kafka's index checks run at each
 SETTINGS = Settings(index_interval_bytes=INTERVAL)
 CONFIG = {"index.interval.bytes": INTERVAL}
 
@@ -96,6 +97,57 @@ def swap_and_cleaned_leftovers(pdir: Path) -> int:
     return 0
 
 
+def _with_crc(raw: bytearray) -> bytes:
+    """A v2 batch whose CRC is recomputed after an edit inside the CRC's range."""
+    raw[17:21] = crc32c(bytes(raw[21:])).to_bytes(4, "big")
+    return bytes(raw)
+
+
+def swap_of_a_compaction(pdir: Path) -> int:
+    write_segment(pdir, 0, batches(0, 10), interval=INTERVAL)
+    cleaned = b"".join(batch(i) for i in range(0, 10, 2))
+    (pdir / (layout.log_file_name(0) + ".swap")).write_bytes(cleaned)
+    write_segment(pdir, 10, batches(10, 3), interval=INTERVAL)
+    return 0
+
+
+def timestamps_going_back(pdir: Path) -> int:
+    data = [batch(i, ts=T0 + (1000 if i % 3 == 0 else i)) for i in range(12)]
+    write_segment(pdir, 0, data, interval=INTERVAL)
+    return 0
+
+
+def crc_valid_batch_whose_records_do_not_parse(pdir: Path) -> int:
+    bad = bytearray(batch(5, n=3))
+    bad[22] |= 0x01  # attributes: gzip, over bytes that are not gzip; the CRC made to hold
+    data = [*batches(0, 5), _with_crc(bad), *batches(8, 4)]
+    write_segment(pdir, 0, data, interval=INTERVAL)
+    return 0
+
+
+def _base_offset_going_back(pdir: Path) -> None:
+    """Batch 6 of segment 0 says base offset 2 (a field outside the CRC); with interval 0 every
+    batch is an index point, where Kafka's index append throws InvalidOffsetException."""
+    write_segment(pdir, 0, batches(0, 10), interval=INTERVAL)
+    write_segment(pdir, 10, batches(10, 3), interval=INTERVAL)
+    log = pdir / layout.log_file_name(0)
+    data = bytearray(log.read_bytes())
+    at = 6 * len(batch(0))
+    data[at : at + 8] = (2).to_bytes(8, "big")
+    log.write_bytes(bytes(data))
+
+
+def base_offset_going_back_in_recovery(pdir: Path) -> int:
+    _base_offset_going_back(pdir)  # caught: the segment emptied, the later ones deleted
+    return 0
+
+
+def base_offset_going_back_while_loading(pdir: Path) -> int:
+    _base_offset_going_back(pdir)
+    (pdir / layout.index_file_name(0)).unlink()  # recovered while loading: nothing catches it
+    return 20
+
+
 BUILDERS: list[Callable[[Path], int]] = [
     legacy_messages_torn,
     legacy_bit_flip_mid_segment,
@@ -106,6 +158,11 @@ BUILDERS: list[Callable[[Path], int]] = [
     corrupt_batch_in_middle_segment,
     garbage_after_the_last_batch,
     swap_and_cleaned_leftovers,
+    swap_of_a_compaction,
+    timestamps_going_back,
+    crc_valid_batch_whose_records_do_not_parse,
+    base_offset_going_back_in_recovery,
+    base_offset_going_back_while_loading,
 ]
 
 

@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logrepair.recovery.defects import KINDS, kinds_markdown
+from logrepair.recovery.index_checks import _zero_tail
 from logrepair.recovery.scan import scan_path
-from logrepair.recovery.segment_scan import _zero_tail
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout
 from logrepair.storage.producer_snapshot import ProducerSnapshotEntry, encode_snapshot

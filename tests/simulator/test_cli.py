@@ -118,3 +118,26 @@ def test_run_shrinks_an_unexpected_violation(tmp_path) -> None:
     assert (
         small["appends"] < 20 and sc["reproducer"]["violation"]["invariant"] == first["invariant"]
     )
+
+
+def test_run_table_names_the_violations_a_scenario_expects() -> None:
+    p = logsim("run", "scenarios/bit-rot-kafka-mode-trusts-flushed-data.toml")
+    assert p.returncode == 0, p.stderr
+    row = p.stdout.splitlines()[1]
+    assert "expected: well_formed)" in row and row.rstrip().endswith("ok")
+
+
+def test_help_says_what_every_option_means() -> None:
+    from simulator.cli import build_parser
+
+    sub = build_parser()._subparsers._group_actions[0].choices  # noqa: SLF001
+    for action in sub["explore"]._actions:  # noqa: SLF001
+        if action.dest in ("help",):
+            continue
+        assert action.help, action.dest
+        if action.nargs != 0:  # an option with a value names its default
+            assert "default" in action.help, action.dest
+    text = logsim("inject", "--help").stdout
+    assert "--out COPY" in text and "--in-place: one of the two is required" in text
+    assert all(kind in text for kind in INJECT_FAULTS)
+    assert logsim("--version").stdout.startswith("logsim ")

@@ -74,7 +74,7 @@ def test_a_partition_dir_alone(clean_log_dir: str, tmp_path) -> None:
         inject(part, "torn_tail", seed=1, out=str(tmp_path / "p"))
     [d] = inject(part, "torn_tail", seed=1, out=str(tmp_path / "p" / "sim-1"))
     seg = d.file
-    assert os.path.getsize(seg) == d.position
+    assert os.path.getsize(seg) == d.position + d.length  # the torn batch, what is left of it
     with pytest.raises(InjectError, match="no recovery-point-offset-checkpoint"):
         inject(part, "recovery_point_beyond_end", seed=1, out=str(tmp_path / "p2" / "sim-1"))
     assert not os.path.exists(tmp_path / "p2" / "sim-1")
@@ -98,3 +98,18 @@ def test_batches_walks_a_segment_through_a_small_window(clean_log_dir: str, monk
     whole = list(batches(seg))
     monkeypatch.setattr(mod, "WINDOW", 100)  # smaller than one batch: the window must grow
     assert list(batches(seg)) == whole and len(whole) > 3
+
+
+@pytest.mark.parametrize("fault", ["torn_tail", "garbage_tail", "junk_tail"])
+def test_inject_and_verify_name_a_tail_with_the_same_byte_range(
+    fault: str, clean_log_dir: str, tmp_path
+) -> None:
+    """One notation (README): `FILE @P+N` is the same bytes in `logsim inject` and in verify."""
+    copy = str(tmp_path / "copy")
+    (d,) = inject(clean_log_dir, fault, seed=3, out=copy)
+    found = [
+        (os.path.join(copy, f.file), f.position, f.length)
+        for f in scan_path(OsDisk(), copy, settings()).all_findings()
+        if f.kind in ("torn_tail", "garbage_tail")
+    ]
+    assert found == [(d.file, d.position, d.length)]

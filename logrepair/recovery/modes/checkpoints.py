@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from ...storage import layout
 from ...storage.checkpoints import format_offsets
+from ...storage.layout import TopicPartition
 from ..plan import Action, Plan
 from ..scan import LogDirScan
 
 
-def plan_checkpoints(scan: LogDirScan, plan: Plan, ends: dict, flushed: dict) -> None:
-    """Rewrites root checkpoints that are malformed or out of bounds after the repair.
+def plan_checkpoints(
+    scan: LogDirScan, plan: Plan, ends: dict, flushed: dict
+) -> dict[str, dict[TopicPartition, int] | None]:
+    """Rewrites root checkpoints that are malformed or out of bounds after the repair; returns
+    each checkpoint's entries as the repair leaves them (None: no such file).
 
     `ends` maps each partition's TopicPartition to (log start offset, log end offset) as repaired;
     `flushed` maps each partition the repair changed and flushed to its new recovery point."""
+    after: dict[str, dict[TopicPartition, int] | None] = {}
     if not scan.is_log_dir:
-        return
+        return after
     ck = scan.checkpoints
     for name, current in (
         (layout.RECOVERY_POINT_CHECKPOINT, ck.recovery_points),
@@ -27,11 +32,14 @@ def plan_checkpoints(scan: LogDirScan, plan: Plan, ends: dict, flushed: dict) ->
                 Action(
                     "write_file",
                     name,
-                    "malformed; Kafka reads it as empty, so it is written empty",
+                    "malformed (checkpoint_malformed): written empty, so each partition takes "
+                    "Kafka's default for a missing entry",
                     content=format_offsets({}),
                 )
             )
+            after[name] = {}
             continue
+        after[name] = current
         if current is None:
             continue
         new = dict(current)
@@ -44,11 +52,13 @@ def plan_checkpoints(scan: LogDirScan, plan: Plan, ends: dict, flushed: dict) ->
             elif name == layout.REPLICATION_CHECKPOINT:
                 new[tp] = min(max(value, lso), leo)
             elif name == layout.LOG_START_OFFSET_CHECKPOINT:
-                new[tp] = min(value, leo)
+                # past the end: kafka mode's log now ends there; the others fixed it from the data
+                new[tp] = value if value <= leo else min(lso, leo)
         reason = "offsets within the repaired logs"
         if name == layout.RECOVERY_POINT_CHECKPOINT and flushed:
             new.update(flushed)
             reason = "the log ends of the partitions the repair changed and flushed"
+        after[name] = new
         if new != current:
             changed = sorted(str(tp) for tp in new if new[tp] != current.get(tp))
             plan.actions.append(
@@ -59,3 +69,4 @@ def plan_checkpoints(scan: LogDirScan, plan: Plan, ends: dict, flushed: dict) ->
                     content=format_offsets(new),
                 )
             )
+    return after

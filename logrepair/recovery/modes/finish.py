@@ -36,7 +36,7 @@ def finish_partition(pp: PartitionPlan, *, epochs_from: int | None, mode: str) -
     p = pp.p
     # an emptied log dir gets the segment Kafka creates at the log start (spec rec §6.6)
     if not pp.segs:
-        start = p.log_start_checkpoint or 0
+        start = pp.log_start or 0
         name = p.file(layout.log_file_name(start))
         pp.add(Action("create_segment", name, "Kafka starts an empty segment at the log start"))
         empty = SegmentScan(start, name, 0)
@@ -70,7 +70,7 @@ def finish_partition(pp: PartitionPlan, *, epochs_from: int | None, mode: str) -
             pp.add(Action("delete", rel, f"producer snapshot past the log end {leo}"))
         elif snap.offset in removed_bases:
             pp.add(Action("delete", rel, "producer snapshot of a segment the repair deletes"))
-    _plan_leader_epochs(pp, epochs_from)
+    _plan_leader_epochs(pp, epochs_from, keep_data=mode != "kafka")
 
 
 def _plan_indexes(pp: PartitionPlan, seg: Seg, mode: str) -> None:
@@ -162,7 +162,13 @@ def _plan_txn_index(pp: PartitionPlan, seg: Seg) -> None:
     )
 
 
-def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None) -> None:
+def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None, *, keep_data: bool) -> None:
+    """The leader-epoch-checkpoint as Kafka's load and recovery leave it: the file's entries
+    through `assign`, the epochs of the recovered batches added, cut to the log's bounds.
+
+    Where the file contradicts the batches (`_contradiction`), the data-keeping modes rebuild it
+    from the batches' epochs instead: Kafka's load would keep the impossible entries and drop the
+    epochs the log holds. kafka mode keeps them, as Kafka does."""
     p = pp.p
     rel = p.file(layout.LEADER_EPOCH_CHECKPOINT)
     written = p.leader_epochs
@@ -171,20 +177,30 @@ def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None) -> None:
         pp.plan.notes.append(
             f"{rel}: negative epochs or offsets make Kafka's startup fail; they are dropped"
         )
-    cache = [] if pp.clear_epochs else load_leader_epochs(valid).entries
-    if epochs_from is not None:
-        replayed = [s for s in pp.epochs_before if s in pp.segs[:epochs_from]]
-        for seg in replayed + pp.segs[epochs_from:]:
-            size = seg.scan.size if seg.new_size is None else seg.new_size
-            for epoch, base, position in seg.scan.strict_epochs:
-                if position < size and (not cache or epoch > cache[-1].epoch):
-                    cache = load_leader_epochs([*cache, EpochEntry(epoch, base)]).entries
-    cache = truncate_from_end(cache, pp.log_end_offset)
-    if p.log_start_checkpoint is not None:
-        cache = truncate_from_start(cache, p.log_start_checkpoint)
+    load = load_leader_epochs(valid)
+    cache = [] if pp.clear_epochs else load.entries
+    contradiction = _contradiction(pp, load.entries) if keep_data and written else None
+    if contradiction is not None:
+        cache, epochs_from = [], 0
+    # Twice: where the first pass cuts an epoch at the log end whose batches remain (an entry
+    # starting at the end, over batches of its epoch), the broker's next recovery adds it back
+    # from the batches; the plan writes that fixed point, so a second run has nothing to do.
+    for _ in range(2):
+        if epochs_from is not None:
+            # kafka mode: segments Kafka recovered while loading assign their epochs first
+            replayed = [s for s in pp.epochs_before if s in pp.segs[:epochs_from]]
+            for seg in replayed + pp.segs[epochs_from:]:
+                size = seg.scan.size if seg.new_size is None else seg.new_size
+                for epoch, base, position in seg.scan.strict_epochs:
+                    if position < size and (not cache or epoch > cache[-1].epoch):
+                        cache = load_leader_epochs([*cache, EpochEntry(epoch, base)]).entries
+        cache = truncate_from_end(cache, pp.log_end_offset)
+        if pp.log_start is not None:
+            cache = truncate_from_start(cache, pp.log_start)
     entries = [(e.epoch, e.start_offset) for e in cache]
     prefix = p.file("")
-    changed = any(a.file.startswith(prefix) for a in pp.plan.actions)
+    # (a `-delete` dir is never flushed nor checkpointed: Kafka only deletes it)
+    changed = p.dir_kind != "delete" and any(a.file.startswith(prefix) for a in pp.plan.actions)
     if written is None and p.leader_epoch_malformed is None and not (entries and changed):
         # Kafka creates the file at load from what it recovers; only a repair that moves the
         # recovery point past those segments (it changed the partition) must write it
@@ -197,8 +213,40 @@ def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None) -> None:
             "malformed (Kafka cannot load it: the log dir goes offline or the broker does not "
             "start); rewritten from the epochs in the log"
         )
+    elif contradiction is not None:
+        reason = f"{contradiction}; rewritten from the epochs in the log"
     elif written is None:
         reason = "missing: Kafka creates it at load with the epochs its recovery assigns"
     else:
         reason = "leader epochs that agree with the log"
     pp.add(Action("write_file", rel, reason, content=content))
+
+
+def _contradiction(pp: PartitionPlan, entries: list[EpochEntry]) -> str | None:
+    """Why the checkpoint's entries (as Kafka loads them) cannot describe the kept batches, or
+    None: an entry (epoch E from offset S) while a batch at or after S carries an epoch below E,
+    or an epoch above every batch's starting before the last batch. (An epoch with no batch left,
+    compacted away, or the newest leader's with nothing written yet, is no contradiction.)"""
+    transitions = [
+        (epoch, base)
+        for seg in pp.segs
+        for epoch, base, position in seg.scan.strict_epochs
+        if position < (seg.scan.size if seg.new_size is None else seg.new_size)
+    ]
+    if not transitions:
+        return None  # no v2 batch: nothing to hold the file to
+    top = max(epoch for epoch, _ in transitions)
+    last_batch = pp.verified_end_offset - 1
+    for entry in entries:
+        for epoch, base in transitions:
+            if base >= entry.start_offset and epoch < entry.epoch:
+                return (
+                    f"epoch {entry.epoch} from offset {entry.start_offset}, but the batch at "
+                    f"offset {base} has epoch {epoch}"
+                )
+        if entry.epoch > top and entry.start_offset <= last_batch:
+            return (
+                f"epoch {entry.epoch} from offset {entry.start_offset}, but no batch has an epoch "
+                f"above {top}"
+            )
+    return None

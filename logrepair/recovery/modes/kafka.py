@@ -44,6 +44,13 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
                     "(KafkaException) and the broker does not start; kafka mode recovers the "
                     "segment and rebuilds the index instead, as for a corrupt one"
                 )
+            if seg.scan.kafka_invalid_offset:
+                pp.plan.notes.append(
+                    f"{seg.log}: Kafka recovers it while loading and throws there "
+                    "(InvalidOffsetException: offsets go back at an index entry), which nothing "
+                    "catches: the broker does not start. kafka mode empties it, as Kafka's "
+                    "recovery does for the same exception after loading"
+                )
             _recover(
                 pp,
                 seg,
@@ -58,7 +65,10 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
         if seg not in pp.segs or seg.derived:
             continue  # gone, or a piece of a split: Kafka retries on pieces known to be valid
         if seg.log in recovered_at_load:
-            truncated = 0  # the second recovery finds nothing left to cut (spec rec §6.4)
+            # the second recovery finds nothing left to cut (spec rec §6.4), but rewrites the
+            # `.txnindex` from the producer state of this pass
+            truncated = 0
+            _replay_txn_index(pp, seg)
         else:
             truncated = _recover(pp, seg, "Kafka's recovery truncates at the first invalid batch")
         if truncated:
@@ -100,12 +110,7 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         )
         return 0
     pp.recovered.add(seg.log)
-    replayed = _replayed_txn_entries(pp, seg)
-    if replayed is not None and scan.name.endswith(layout.LOG_SUFFIX):
-        # `LogSegment.recover` empties the `.txnindex` and appends each aborted transaction the
-        # producer-state replay completes in this segment (spec rec §6.6.1 steps 1, 3f). (A
-        # completed swap keeps its own index.)
-        seg.txn_entries = replayed
+    _replay_txn_index(pp, seg)
     size = scan.size
     if scan.kafka_invalid_offset:
         pp.truncate_segment(
@@ -156,6 +161,15 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         seg.next_offset = scan.kafka_next_offset
         return size - end
     return 0
+
+
+def _replay_txn_index(pp: PartitionPlan, seg: Seg) -> None:
+    """`LogSegment.recover` empties the `.txnindex` and appends each aborted transaction the
+    producer-state replay completes in this segment (spec rec §6.6.1 steps 1, 3f). (A completed
+    swap keeps its own index.)"""
+    replayed = _replayed_txn_entries(pp, seg)
+    if replayed is not None and seg.scan.name.endswith(layout.LOG_SUFFIX):
+        seg.txn_entries = replayed
 
 
 def _replayed_txn_entries(pp: PartitionPlan, seg: Seg) -> list[TxnEntry] | None:

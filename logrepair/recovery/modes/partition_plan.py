@@ -69,6 +69,27 @@ class PartitionPlan:
     """kafka mode: Kafka's producer-state replay, for the `.txnindex` of recovered segments."""
     unrecoverable: list[int] = field(default_factory=list)
     """Base offsets of segments Kafka's recovery fails on, which kafka mode leaves as they are."""
+    gaps: list[tuple[int, int]] = field(default_factory=list)
+    """Offset ranges the repaired log is left without between kept batches (`[first, last]`)."""
+    log_start: int | None = field(init=False)
+    """The log start offset the repair leaves: the checkpointed one, unless a data-keeping mode
+    fixes it from the data (`start_from_data`)."""
+
+    def __post_init__(self) -> None:
+        self.log_start = self.p.log_start_checkpoint
+
+    def start_from_data(self) -> None:
+        """Salvage and point-in-time: a log start checkpointed past the log end would hide every
+        batch (Kafka deletes them all); the entry is fixed from the data instead, to the first
+        segment's base offset (what Kafka takes when there is no entry)."""
+        if self.log_start is None or not self.segs or self.log_start <= self.log_end_offset:
+            return
+        self.plan.notes.append(
+            f"{self.p.rel or self.p.path}: log start {self.log_start} is past the log end "
+            f"{self.log_end_offset}; it is set to {self.segs[0].base}, where the log's data "
+            "starts, so that no batch is hidden (kafka mode deletes every segment, as Kafka does)"
+        )
+        self.log_start = self.segs[0].base
 
     @property
     def interval(self) -> int:
@@ -133,6 +154,7 @@ class PartitionPlan:
                 size=size,
                 removed_bytes=current - size,
                 removed_offsets=removed_offsets,
+                keeps_offsets=kept_offsets(seg.scan, size),
             )
         )
         self.data_removed = True
@@ -144,7 +166,7 @@ class PartitionPlan:
     def log_end_offset(self) -> int:
         """The log end the repaired partition has, as Kafka computes it."""
         if not self.segs:
-            return self.p.log_start_checkpoint or 0
+            return self.log_start or 0
         return self.segs[-1].end_offset
 
     @property
@@ -152,11 +174,17 @@ class PartitionPlan:
         """The log end verify will see after the repair: past the last batch in order (differs
         from Kafka's only where kafka mode leaves offsets going backwards)."""
         if not self.segs:
-            return self.p.log_start_checkpoint or 0
+            return self.log_start or 0
         last = self.segs[-1]
         if last.new_size is None:
             return last.scan.next_offset
         return _next_offset_at(last.scan, last.new_size)
+
+
+def kept_offsets(scan: SegmentScan, size: int) -> tuple[int, int] | None:
+    """The offsets of the batches a segment cut at `size` keeps (None: none)."""
+    kept = [r for r in scan.runs if r.end <= size]
+    return (kept[0].first_offset, kept[-1].last_offset) if kept else None
 
 
 def _next_offset_at(scan: SegmentScan, size: int) -> int:

@@ -26,12 +26,17 @@ def plan_partition(pp: PartitionPlan) -> int:
                 seg, first.position, "point-in-time: a truncation that was never made durable"
             )
             continue
-        pp.truncate_segment(
-            seg,
-            first.position,
-            f"point-in-time: the log ends before the first defect ({first.kind})",
-        )
-        for later in pp.segs[n + 1 :]:
-            pp.delete_segment(later, f"point-in-time: after the first defect (in {seg.log})")
+        later = pp.segs[n + 1 :]
+        if first.kind == "offset_hole":
+            # an emptied segment: the log ends before its missing offsets, with it
+            pp.delete_segment(seg, f"point-in-time: {first.detail}")
+        else:
+            pp.truncate_segment(
+                seg,
+                first.position,
+                f"point-in-time: the log ends before the first defect ({first.kind})",
+            )
+        for after in later:
+            pp.delete_segment(after, f"point-in-time: after the first defect (in {seg.log})")
         break
     return 0

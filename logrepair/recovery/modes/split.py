@@ -54,6 +54,7 @@ def split_segment(pp: PartitionPlan, seg: Seg, pieces: list[Piece], reason: str)
             size=cut,
             removed_bytes=size - kept_bytes,
             removed_offsets=removed_offsets,
+            keeps_offsets=(pieces[0].first_offset, pieces[0].last_offset) if keep_first else None,
         )
         if size - kept_bytes:
             pp.data_removed = True

@@ -191,6 +191,10 @@ public final class Recover {
                 ObjectNode s = segments.addObject();
                 s.put("base_offset", segment.baseOffset());
                 s.put("size", segment.size());
+                // the indexes' logical sizes: past them a file holds preallocation (zeros, or
+                // entries a truncation dropped without clearing)
+                s.put("index_bytes", segment.offsetIndex().sizeInBytes());
+                s.put("time_index_bytes", segment.timeIndex().sizeInBytes());
             }
             answer.putNull("error");
         } catch (Throwable t) {
