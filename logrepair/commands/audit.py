@@ -286,7 +286,13 @@ def print_table(report: AuditReport) -> None:
     out.write(
         f"\n{len(report.partitions)} partitions in {len(report.log_dirs)} log dirs, "
         f"{len(report.replicas)} replicated: "
-        + ("clean\n" if report.clean else f"{len(found)} findings\n")
+        + (
+            "clean\n"
+            if not found
+            else f"clean ({len(found)} notices)\n"
+            if report.clean
+            else f"{len(found)} findings\n"
+        )
     )
 
 
