@@ -165,7 +165,7 @@ def scan_segment(
     `deep` decodes every record (decompression capped as the dump caps it): a batch whose records
     fail is a finding of a CRC-valid kind, which Kafka's recovery keeps and a consumer stops at."""
     seg = SegmentScan(base_offset, name, disk.size(path))
-    index_checks = SegmentIndexChecks(disk, seg, index_paths)
+    index_checks = SegmentIndexChecks(disk, seg, index_paths, active=next_base is None)
     kafka = KafkaReading(seg, index_interval_bytes)
     strict = _StrictReading(
         seg, previous_last_offset, next_base, previous_max_epoch, message_max_bytes
