@@ -56,6 +56,15 @@ def offset_overflow_split(pdir: Path) -> int:
     return 0
 
 
+def base_offsets_flipped_past_each_other(pdir: Path) -> int:
+    """Both segments' batches say base offset 2^62 + their own (a bit of a field outside the CRC
+    flipped): Kafka splits segment 0 past segment 1, retries, and splits segment 1 after it."""
+    for base in (0, 1):
+        write_segment(pdir, base, batches(base, 1), interval=INTERVAL)
+        flip_byte(pdir / layout.log_file_name(base), 0)
+    return 0
+
+
 def misnamed_segment(pdir: Path) -> int:
     write_segment(pdir, 0, batches(0, 5), interval=INTERVAL)
     write_segment(pdir, 10, batches(7, 5), indexes=False)
@@ -152,6 +161,7 @@ BUILDERS: list[Callable[[Path], int]] = [
     legacy_messages_torn,
     legacy_bit_flip_mid_segment,
     offset_overflow_split,
+    base_offsets_flipped_past_each_other,
     misnamed_segment,
     log_start_past_log_end,
     missing_index_below_recovery_point,

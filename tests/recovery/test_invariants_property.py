@@ -76,6 +76,9 @@ EXAMPLES = 25 if settings.default.max_examples <= 100 else settings.default.max_
     ],
     rp=27,
 )
+# Both segments' first base offsets flipped high (bit 58): the offset-overflow split of segment 0
+# must be what Kafka's splitOverflowedSegment leaves, and a second repair must plan nothing.
+@example(sizes=[1, 1], damage=[(0, "flip", 0, b"\x00"), (1, "flip", 0, b"\x00")], rp=0)
 def test_invariants_hold_after_repairing_random_damage(tmp_path, mode, sizes, damage, rp):
     log_dir = tmp_path / "kafka-logs"
     shutil.rmtree(log_dir, ignore_errors=True)

@@ -133,6 +133,22 @@ def test_kafka_mode_is_idempotent_after_an_overflow_split_moves_a_segment(log_di
     assert (log_dir / layout.RECOVERY_POINT_CHECKPOINT).read_text() == rp
 
 
+def test_kafka_mode_splits_segments_whose_base_offsets_all_jump_past_the_next(log_dir):
+    """Each segment's batch says base offset 2^62 + its own (a field outside the CRC): Kafka splits
+    segment 0 to 2^62, past segment 1, retries, and splits segment 1 to 2^62 + 1 (spec rec §6.7;
+    tests/kafka confirms). Refusing the first split because segment 1's old name is below it made
+    the second run plan it."""
+    pdir = log_dir / "t-0"
+    for base in range(2):
+        write_segment(pdir, base, [batch(base)])
+        flip_byte(pdir / layout.log_file_name(base), 0)
+    write_offsets(log_dir, layout.RECOVERY_POINT_CHECKPOINT, {("t", 0): 0})
+    result = repair_checked(log_dir, "kafka")
+    assert not result.plan.notes
+    names = [p.name for p in segment_files(pdir)]
+    assert names == [layout.log_file_name(2**62), layout.log_file_name(2**62 + 1)]
+
+
 def _crc_valid_count_mismatch(offset: int) -> bytes:
     """A batch whose record count disagrees with its offsets but whose CRC holds: Kafka's recovery
     keeps it (only size and CRC are checked) and goes on to its index steps."""

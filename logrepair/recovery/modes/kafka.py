@@ -138,7 +138,7 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
                 lasts = [r.last_offset for r in scan.runs if r.start < stop and r.end > pc.position]
                 last = max(lasts, default=pc.base_offset)
                 pieces.append(Piece(pc.position, stop, pc.base_offset, last))
-        later = [s.base for s in pp.segs if s.base > seg.base]
+        later = [_base_after_split(s) for s in pp.segs[pp.segs.index(seg) + 1 :]]
         if later and max(pc.last_offset for pc in pieces) >= min(later):
             return _leave(
                 pp,
@@ -161,6 +161,24 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         seg.next_offset = scan.kafka_next_offset
         return size - end
     return 0
+
+
+def _base_after_split(seg: Seg) -> int:
+    """The base offset a segment after a split one ends up with: Kafka's retry recovers it too,
+    so one whose own overflow split is clean (no piece cut, no invalid piece) is renamed for its
+    first batch, as its pieces are; any other keeps its name (the split before it is refused
+    where it would pass it)."""
+    scan = seg.scan
+    clean = (
+        scan.kafka_pieces
+        and not seg.derived
+        and scan.kafka_piece_invalid is None
+        and scan.kafka_valid_bytes >= scan.size
+    )
+    if not clean:
+        return seg.base
+    # the piece under the segment's own name is empty when its first batch already overflows
+    return [pc for pc in scan.kafka_pieces if pc.position == 0][-1].base_offset
 
 
 def _replay_txn_index(pp: PartitionPlan, seg: Seg) -> None:
