@@ -20,9 +20,12 @@ from logrepair.recovery import notation
 from simulator.disk import PersistenceModel
 from simulator.explore import ALL_FAULTS, ExploreError, ExploreOptions, explore, shrink
 from simulator.faults import CRASH_FAULTS
+from simulator.heal_explore import HealOptions, explore_heal
 from simulator.inject import INJECT_FAULTS, InjectError, describe_faults, inject
 from simulator.repair import MODES
+from simulator.replicas import ReplicaSpec
 from simulator.scenario import ScenarioError, find_scenarios, load_scenario, run_scenario
+from simulator.serve import cli as serve_cli
 from simulator.workload import SpecError, WorkloadSpec
 
 
@@ -206,6 +209,33 @@ def _inject(args: argparse.Namespace) -> int:
         for d in damage:
             print(f"{d.fault}: {d.file} {notation.at(d.position, d.length)}: {d.detail}")
     return 0
+
+
+def _replicas(args: argparse.Namespace) -> int:
+    spec = ReplicaSpec(
+        appends=args.appends,
+        seed=args.seed,
+        unclean_at=args.unclean_at,
+        leader_every=0 if args.unclean_at else args.leader_every,
+    )
+    faults = _csv(args.faults, tuple(CRASH_FAULTS), "fault")
+    report = explore_heal(spec, HealOptions(faults=faults, samples=args.samples, seed=args.seed))
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        f = report.figures()
+        print(f"{f['crash_states']} crash states, {f['damaged_cases']} damaged broker copies")
+        for mode in ("heal", "kafka", "salvage"):
+            share = f["lossless_share"][mode]
+            print(
+                f"  {mode:<8} lost nothing acknowledged in {f['lossless'][mode]} "
+                f"({'-' if share is None else f'{share:.1%}'}), acknowledged offsets lost: "
+                f"{f['acknowledged_offsets_lost'][mode]}"
+            )
+        print(f"  invariant violations: {len(report.violations)}")
+        for v in report.violations[:5]:
+            print(f"  {v}")
+    return 1 if report.violations else 0
 
 
 def _explore_parser(sub) -> None:
@@ -400,6 +430,24 @@ def build_parser() -> argparse.ArgumentParser:
 
     _explore_parser(sub)
 
+    rep = sub.add_parser(
+        "replicas",
+        help="crash three replicating brokers, then heal each from the others and compare the "
+        "loss with kafka mode and salvage",
+    )
+    rep.add_argument("--appends", type=int, default=60, help="leader appends (default 60)")
+    rep.add_argument("--samples", type=int, default=50, help="crash points sampled (default 50)")
+    rep.add_argument("--seed", type=int, default=0, help="workload and crash-point seed")
+    rep.add_argument("--leader-every", type=int, default=15, help="appends between elections")
+    rep.add_argument("--unclean-at", type=int, help="an unclean leader election after N appends")
+    rep.add_argument(
+        "--faults",
+        default="lose_unsynced,torn_write,garbage_block,bit_rot",
+        help="comma-separated crash faults, or all",
+    )
+    rep.add_argument("--json", action="store_true", help="print one JSON object on stdout")
+    rep.set_defaults(func=_replicas)
+
     inj = sub.add_parser(
         "inject",
         help="damage a copy of a real log dir",
@@ -426,6 +474,8 @@ def build_parser() -> argparse.ArgumentParser:
     inj.add_argument("--list", action="store_true", help="print the fault kinds")
     inj.add_argument("--json", action="store_true", help="print the changes as JSON")
     inj.set_defaults(func=_inject)
+
+    serve_cli.add_parsers(sub, UsageError)
     return parser
 
 

@@ -33,11 +33,15 @@ from pathlib import Path
 
 from simulator.disk import PersistenceModel
 from simulator.explore import ExploreError, ExploreOptions, ExploreReport, explore, shrink
+from simulator.faults import CRASH_FAULTS
+from simulator.heal_explore import HEAL_INVARIANTS, HEAL_NO_WORSE, HealOptions, explore_heal
 from simulator.invariants import INVARIANTS, Violation
 from simulator.repair import Repairer
+from simulator.replicas import ReplicaSpec
 from simulator.workload import SpecError, WorkloadSpec
 
-_TOP = {"description", "workload", "disk", "explore", "expect"}
+_TOP = {"description", "workload", "disk", "explore", "expect", "replicas"}
+_HEAL_EXPLORE = {"faults", "samples", "seed", "max_variants", "independent"}
 _EXPLORE = {
     "faults",
     "modes",
@@ -93,6 +97,7 @@ class ScenarioResult:
             "states_per_second": round(self.report.states_per_second, 1),
             "seconds": round(self.report.elapsed, 3),
             "violations": [v.to_json() for v in self.unexpected],
+            **({"heal": self.report.figures()} if hasattr(self.report, "figures") else {}),
             "expected_violations": self.expected_seen,
             "missing_expected": self.missing,
             "reproducer": None
@@ -125,9 +130,18 @@ def load_scenario(path: str) -> Scenario:
         raise ScenarioError(f"{path}: not valid TOML: {e}") from None
     if not text.lstrip().startswith("#"):
         raise ScenarioError(f"{path}: a scenario starts with a comment on the event it models")
+    if "serve" in data or "steps" in data:  # a client chaos scenario against `logsim serve`
+        from simulator.serve.scenario import ServeScenarioError, load_serve_scenario
+
+        try:
+            return load_serve_scenario(path, os.path.splitext(os.path.basename(path))[0], data)
+        except ServeScenarioError as e:
+            raise ScenarioError(str(e)) from None
     unknown = sorted(set(data) - _TOP)
     if unknown:
         raise ScenarioError(f"{path}: unknown key {unknown[0]!r}")
+    if "replicas" in data:
+        return _replica_scenario(path, data)
     try:
         spec = WorkloadSpec.from_dict(_table(data, "workload", None, path))
         model = PersistenceModel(
@@ -144,12 +158,16 @@ def load_scenario(path: str) -> Scenario:
         raise
     except (SpecError, ExploreError, ValueError, TypeError) as e:
         raise ScenarioError(f"{path}: {e}") from None
+    return _scenario(path, data, spec, options, INVARIANTS)
+
+
+def _scenario(path: str, data: dict, spec, options, invariants: tuple[str, ...]) -> Scenario:
     expect = _table(data, "expect", _EXPECT, path)
     expected = tuple(expect.get("violations", ()))
     for name in expected:
-        if name not in INVARIANTS:
+        if name not in invariants:
             raise ScenarioError(
-                f"{path}: unknown invariant {name!r}; one of {', '.join(INVARIANTS)}"
+                f"{path}: unknown invariant {name!r}; one of {', '.join(invariants)}"
             )
     name = os.path.splitext(os.path.basename(path))[0]
     return Scenario(
@@ -161,6 +179,28 @@ def load_scenario(path: str) -> Scenario:
         expected,
         int(expect.get("min_states", 1)),
     )
+
+
+def _replica_scenario(path: str, data: dict) -> Scenario:
+    """A `[replicas]` scenario: the replicated workload (simulator/replicas.py), healed on every
+    broker of every crash state (simulator/heal_explore.py); `[explore]` takes the keys of
+    `HealOptions`. Beside its invariants, heal must lose no more than kafka mode and salvage."""
+    if "workload" in data or "disk" in data:
+        raise ScenarioError(f"{path}: a [replicas] scenario has no [workload] or [disk]")
+    try:
+        spec = ReplicaSpec(**_table(data, "replicas", None, path))
+        ex = dict(_table(data, "explore", _HEAL_EXPLORE, path))
+        if "faults" in ex:
+            ex["faults"] = tuple(ex["faults"])
+            for f in ex["faults"]:
+                if f not in CRASH_FAULTS:
+                    raise ScenarioError(f"{path}: unknown fault {f!r}")
+        options = HealOptions(**ex)
+    except ScenarioError:
+        raise
+    except (ValueError, TypeError) as e:
+        raise ScenarioError(f"{path}: {e}") from None
+    return _scenario(path, data, spec, options, HEAL_INVARIANTS)
 
 
 def find_scenarios(paths: list[str]) -> list[str]:
@@ -186,14 +226,26 @@ def run_scenario(
     progress=None,
     shrink_failures: bool = False,
 ) -> ScenarioResult:
-    report = explore(scenario.spec, scenario.options, repairer=repairer, progress=progress)
+    if not isinstance(scenario, Scenario):  # a serve scenario: real clients, real power cuts
+        from simulator.serve.scenario import run_serve_scenario
+
+        return run_serve_scenario(scenario)
+    if isinstance(scenario.spec, ReplicaSpec):
+        report = explore_heal(scenario.spec, scenario.options)
+        worse = report.worse_than_local()
+        if worse:
+            report.violations.append(
+                Violation(HEAL_NO_WORSE, scenario.name, f"{', '.join(worse)} lost less than heal")
+            )
+    else:
+        report = explore(scenario.spec, scenario.options, repairer=repairer, progress=progress)
     result = ScenarioResult(scenario, report)
     seen = {v.invariant for v in report.violations}
     result.unexpected = [v for v in report.violations if v.invariant not in scenario.expected]
     result.expected_seen = sorted(seen & set(scenario.expected))
     result.missing = sorted(set(scenario.expected) - seen)
     result.too_few_states = report.states < scenario.min_states
-    if shrink_failures and result.unexpected:
+    if shrink_failures and result.unexpected and not isinstance(scenario.spec, ReplicaSpec):
         result.reproducer = shrink(
             scenario.spec, scenario.options, result.unexpected[0].invariant, repairer=repairer
         )

@@ -11,6 +11,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 
 from .checks import PartitionResult
+from .healable import healable_findings
 from .model import (
     AuditReport,
     BatchDigests,
@@ -62,6 +63,7 @@ def compare_replicas(replicas: list[PartitionResult]) -> ReplicaAudit:
                         "of another replica",
                     )
                 )
+    findings += healable_findings(ordered, set(diverged), top_hw, cleaned_up_to)
     return ReplicaAudit(
         topic=ref.audit.topic,
         partition=ref.audit.partition,
@@ -85,6 +87,13 @@ def first_divergence(a: BatchDigests, b: BatchDigests, from_offset: int = 0) -> 
     j = _first_at_or_after(b, start)
     n, m = len(a), len(b)
     while i < n and j < m:
+        # a batch one replica lacks (a hole: damage or a lost segment) is not a divergence
+        if a.last[i] < b.base[j]:
+            i += 1
+            continue
+        if b.last[j] < a.base[i]:
+            j += 1
+            continue
         if a.base[i] != b.base[j] or a.last[i] != b.last[j] or a.crc[i] != b.crc[j]:
             return max(start, min(a.base[i], b.base[j]))
         i += 1

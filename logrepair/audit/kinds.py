@@ -75,6 +75,11 @@ _KINDS = (
         "a replica whose log ends below another replica's high watermark (acknowledged data it "
         "does not have)",
     ),
+    AuditKind(
+        "replica_healable",
+        "a damaged or missing range of one replica that another replica holds whole, with the "
+        "same history: `logrepair repair --mode heal --replica` restores it with no loss",
+    ),
 )
 
 KINDS: dict[str, AuditKind] = {k.name: k for k in _KINDS}

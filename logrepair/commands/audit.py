@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
 
             if args.from_summaries:  # refused in one line before Spark starts
                 require("pyarrow", "--from-summaries")
-                from ..audit.summary_writer import read_manifests
+                from ..audit.summary_store import read_manifests
 
                 read_manifests(args.from_summaries)
             spark = spark_session(master or None, app_name="logrepair-audit")

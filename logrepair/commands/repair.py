@@ -11,8 +11,9 @@ import argparse
 
 from ..recovery import notation
 from ..recovery.loss import PartitionLoss
-from ..recovery.planner import MODES
+from ..recovery.planner import REPAIR_MODES
 from ..recovery.repair import RepairResult, repair
+from ._heal_options import heal_options, run_heal
 from ._recovery_options import add_command, emit, journaled_run
 
 
@@ -35,13 +36,16 @@ def _mode_option(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--mode",
         required=True,
-        choices=MODES,
+        choices=REPAIR_MODES,
         help="kafka: what the broker's recovery does; point-in-time: cut at the first defect "
-        "anywhere; salvage: keep every valid batch",
+        "anywhere; salvage: keep every valid batch; heal: fill damaged ranges from --replica",
     )
+    heal_options(p)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.mode == "heal" or args.replica:
+        return run_heal(args, render)
     result = journaled_run(
         args, lambda disk, path, settings, **kw: repair(disk, path, args.mode, settings, **kw)
     )

@@ -73,25 +73,45 @@ def copy_range(disk: Disk, src: str, position: int, length: int, dst: str) -> No
 
 
 def copy_ranges(disk: Disk, src: str, ranges: list[tuple[int, int]], dst: str) -> None:
-    """The `(position, length)` ranges of `src`, one after another, in a new file `dst`, fsynced.
+    """The `(position, length)` ranges of `src`, one after another, in a new file `dst`, fsynced."""
+    copy_pieces(disk, [(src, position, length) for position, length in ranges], dst)
+
+
+def copy_pieces(disk: Disk, pieces: list[tuple[str, int, int]], dst: str) -> None:
+    """The `(file, position, length)` ranges, one after another, in a new file `dst`, fsynced.
 
     Chunked with one reused buffer, so a 1 GiB tail costs 8 MiB of memory."""
-    total = sum(length for _, length in ranges)
+    total = sum(length for _, _, length in pieces)
     buf = bytearray(min(COPY_CHUNK, max(total, 1)))
     view = memoryview(buf)
-    with disk.open(src) as fin, disk.open(dst, create=True) as fout:
+    with disk.open(dst, create=True) as fout:
         fout.truncate(0)
         out = 0
-        for position, length in ranges:
-            done = 0
-            while done < length:
-                n = fin.read_into(position + done, view[: min(len(buf), length - done)])
-                if n <= 0:
-                    raise OSError(errno.EIO, f"{src} ended at {position + done} while copying")
-                fout.write_at(out, view[:n])
-                done += n
-                out += n
+        for src, position, length in pieces:
+            with disk.open(src) as fin:
+                done = 0
+                while done < length:
+                    n = fin.read_into(position + done, view[: min(len(buf), length - done)])
+                    if n <= 0:
+                        raise OSError(errno.EIO, f"{src} ended at {position + done} while copying")
+                    fout.write_at(out, view[:n])
+                    done += n
+                    out += n
         fout.fsync()
+
+
+def _source(journal: Journal, file: str) -> str:
+    """A piece's file: absolute (a replica's, only read) or relative to the repaired PATH."""
+    return file if file.startswith("/") else journal.t(file)
+
+
+def _install(disk: Disk, blob: str, path: str) -> None:
+    """`path` atomically replaced by a copy of `blob`, streamed (a segment can be a gigabyte):
+    `<path>.tmp`, fsync, rename, fsync the directory, as `Disk.write_file_atomic` does."""
+    tmp = path + TMP_SUFFIX
+    copy_range(disk, blob, 0, disk.size(blob), tmp)
+    disk.rename(tmp, path)
+    disk.fsync_dir(parent_of(path))
 
 
 def _unmoved(start: int, end: int, moved) -> list[tuple[int, int]]:
@@ -222,11 +242,15 @@ def start(
             )
     # New contents live beside the manifest, not in it: an index can be megabytes.
     contents = {}
+    pieced = {}
     for i, entry in enumerate(data["actions"]):
         content = entry.pop("content", None)
         if content is not None:
             entry["content_blob"] = f"blobs/{i:05d}.new"
             contents[entry["content_blob"]] = base64.b64decode(content)
+        elif entry.get("pieces"):
+            entry["content_blob"] = f"blobs/{i:05d}.new"
+            pieced[entry["content_blob"]] = entry["pieces"]
     # The run dir takes its name only with its manifest inside, so a crash never leaves a run
     # without one; until then it is `<qdir>.discarded`, which the next run removes.
     staging = qdir + DISCARDED
@@ -241,6 +265,8 @@ def start(
             f.truncate(0)
             f.write_at(0, content)
             f.fsync()
+    for blob, pieces in pieced.items():
+        copy_pieces(disk, [(_source(journal, f), pos, n) for f, pos, n in pieces], journal.q(blob))
     # Where each file's bytes will be when its action runs: an earlier rename brings other bytes
     # (a `.swap` renamed in, then rebuilt or truncated), an earlier delete leaves none.
     source: dict[str, str | None] = {}
@@ -343,6 +369,8 @@ def run(journal: Journal, rebuild: IndexRebuilder) -> None:
         elif kind == "rename":
             if disk.exists(path):
                 disk.rename(path, journal.t(action.to))
+        elif kind == "write_file" and entry.get("pieces"):
+            _install(disk, journal.q(entry["content_blob"]), path)
         elif kind == "write_file":
             disk.write_file_atomic(path, disk.read_file(journal.q(entry["content_blob"])))
         elif kind == "flush":

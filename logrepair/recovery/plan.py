@@ -15,7 +15,8 @@ Actions:
 - `rename`: finish an interrupted swap (`x.swap` → `x`).
 - `rebuild_indexes`: write the offset and time index of a `.log` from its final bytes, as Kafka's
   recovery builds them (spec fmt §6.4(a)).
-- `write_file`: replace a small file (checkpoint, transaction index) with `content`.
+- `write_file`: replace a small file (checkpoint, transaction index) with `content`; or, with
+  `pieces` (heal), write a `.log` from byte ranges of the log dir's own files and of replicas'.
 - `create_segment`: an empty `.log` where Kafka starts a new segment (log start beyond the end).
 - `flush`: fsync a segment's `.log` and indexes (Kafka's `flush`, spec rec §3.2), so that the
   recovery point can be checkpointed past it (modes/flush.py).
@@ -51,6 +52,10 @@ class Action:
     moved: list[tuple[int, int, str]] | None = None
     """For a truncate: the `(position, length, new segment)` ranges of the cut tail that splits
     before it copied out; only the rest of the tail is saved in quarantine."""
+    pieces: list[tuple[str, int, int]] | None = None
+    """For a write_file: the new content as `(file, position, length)` ranges, in order; `file`
+    is relative to the plan's root (this log dir) or absolute (a replica's, only read). The bytes
+    are copied into the quarantine before any action runs, so later actions cannot change them."""
 
     def to_json(self) -> dict:
         out: dict = {"action": self.action, "file": self.file}
@@ -60,6 +65,9 @@ class Action:
                 out[key] = value
         if self.content is not None:
             out["bytes"] = len(self.content)
+        if self.pieces is not None:
+            out["bytes"] = sum(length for _, _, length in self.pieces)
+            out["pieces"] = [list(p) for p in self.pieces]
         if self.removed_bytes:
             out["removed_bytes"] = self.removed_bytes
         if self.removed_offsets is not None:
@@ -97,6 +105,7 @@ class Action:
             keeps_offsets=None if keeps is None else (keeps[0], keeps[1]),
             index_interval_bytes=data.get("index_interval_bytes"),
             moved=None if data.get("moved") is None else [tuple(m) for m in data["moved"]],
+            pieces=None if data.get("pieces") is None else [tuple(p) for p in data["pieces"]],
         )
 
     def describe(self) -> str:

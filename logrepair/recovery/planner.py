@@ -9,6 +9,7 @@ from .modes import kafka, point_in_time, salvage
 from .modes.checkpoints import plan_checkpoints
 from .modes.finish import finish_partition
 from .modes.flush import plan_flush
+from .modes.heal import HealSource
 from .modes.leftovers import start_partition
 from .modes.partition_plan import PartitionPlan
 from .modes.resolution import left_json, unresolved
@@ -16,6 +17,8 @@ from .plan import Action, Plan
 from .scan import LogDirScan, PartitionScan
 
 MODES = ("kafka", "point-in-time", "salvage")
+REPAIR_MODES = (*MODES, "heal")
+"""`heal` needs replicas (`heal=`): the modes a scan alone decides are MODES."""
 
 MALFORMED_REWRITE = {
     layout.RECOVERY_POINT_CHECKPOINT: lambda mode: (
@@ -36,11 +39,11 @@ MALFORMED_REWRITE = {
 the `checkpoint_malformed` finding's detail."""
 
 
-def make_plan(scan: LogDirScan, mode: str) -> Plan:
+def make_plan(scan: LogDirScan, mode: str, heal: HealSource | None = None) -> Plan:
     """The plan of `mode` for `scan`: log-dir notes and leftovers, each partition (its mode's cuts,
     then indexes, snapshots and epochs, then its flush), the root checkpoints, what it costs each
-    partition, and the defects it leaves."""
-    if mode not in MODES:
+    partition, and the defects it leaves. `heal` (mode "heal"): the replicas it reads."""
+    if mode not in MODES and not (mode == "heal" and heal is not None):
         raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
     plan = Plan(mode, scan.root)
     _start(scan, plan)
@@ -57,7 +60,7 @@ def make_plan(scan: LogDirScan, mode: str) -> Plan:
     for p in scan.partitions:
         if _left_alone(plan, p):
             continue
-        pp, end, new_rp = _plan_partition(p, plan, can_checkpoint)
+        pp, end, new_rp = _plan_partition(p, plan, can_checkpoint, heal)
         if checkpointed(p):
             if new_rp is not None:
                 flushed[p.tp] = new_rp
@@ -102,7 +105,7 @@ def _left_alone(plan: Plan, p: PartitionScan) -> bool:
 
 
 def _plan_partition(
-    p: PartitionScan, plan: Plan, can_checkpoint: bool
+    p: PartitionScan, plan: Plan, can_checkpoint: bool, heal: HealSource | None = None
 ) -> tuple[PartitionPlan, int, int | None]:
     """One partition: leftovers, the mode's cuts, the rest brought in line, the flush. Returns
     its plan, its log end as checkpoints are held to, and its new recovery point (None:
@@ -119,6 +122,8 @@ def _plan_partition(
             epochs_from = kafka.plan_partition(pp, rp)
     elif mode == "point-in-time":
         epochs_from = point_in_time.plan_partition(pp)
+    elif heal is not None:
+        epochs_from = heal.plan_partition(pp)
     else:
         epochs_from = salvage.plan_partition(pp)
     if mode != "kafka":

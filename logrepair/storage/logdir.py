@@ -329,6 +329,17 @@ class LogDir:
         finally:
             self._release_lock()
 
+    def abandon(self) -> None:
+        """What a killed broker leaves: files closed with nothing flushed or checkpointed, no
+        clean-shutdown marker, the `.lock` released but left in place (a lock dies with its
+        process). The simulator's power cuts use it before they build the crash image."""
+        if self._lock is None:
+            return
+        for lg in self.logs.values():
+            lg.abandon()
+        lock, self._lock = self._lock, None
+        lock.release()
+
     def _close_logs(self) -> None:
         """After a failed load: closes what was loaded; the caller releases the lock."""
         for lg in self.logs.values():

@@ -78,6 +78,7 @@ def build_fleet(root: str) -> Fleet:
         ("b2", "checkpoint_orphan_entry"),
         ("orders-1", "replica_diverged"),
         ("orders-2", "replica_behind_high_watermark"),
+        ("orders-2", "replica_healable"),  # another replica holds the missing tail
         ("fleet", "consumer_offset_beyond_end"),
     }
     return Fleet(root, expected)

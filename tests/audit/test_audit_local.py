@@ -245,7 +245,14 @@ def test_replicas_compared_batch_by_batch(tmp_path):
     assert r.log_end_offsets == [36, 36, 16]
     assert r.diverged_at == 20
     assert [os.path.basename(os.path.dirname(p)) for p in r.diverged_paths] == ["b2"]
-    assert {f.kind for f in r.findings} == {"replica_diverged", "replica_behind_high_watermark"}
+    assert {f.kind for f in r.findings} == {
+        "replica_diverged",
+        "replica_behind_high_watermark",
+        "replica_healable",  # b3's missing tail, which b1 holds (b2 diverged)
+    }
+    (healable,) = [f for f in r.findings if f.kind == "replica_healable"]
+    assert "b3" in healable.detail.split(" healable from ")[0]
+    assert "b1" in healable.detail.split(" healable from ")[1]
 
 
 def test_compacted_prefix_is_not_divergence(tmp_path):

@@ -57,3 +57,12 @@ def test_comparison_starts_at_the_cleaned_offset():
 
 def test_empty_replica_has_not_diverged():
     assert first_divergence(digests([]), digests([(0, 0, 1)])) is None
+
+
+def test_a_batch_one_replica_lacks_is_a_hole_not_a_divergence():
+    a = digests([(0, 3, 1), (4, 7, 2), (8, 11, 3), (12, 12, 4)])
+    b = digests([(0, 3, 1), (8, 11, 3), (12, 12, 4)])  # 4..7 lost to damage
+    assert first_divergence(a, b) is None
+    assert first_divergence(b, a) is None
+    c = digests([(0, 3, 1), (8, 11, 5)])
+    assert first_divergence(a, c) == 8
