@@ -25,6 +25,8 @@ def main() -> int:
 
     def report(out: Outcome) -> None:
         counts["cases"] += 1
+        if counts["cases"] % 100 == 0:
+            print(f"... {counts['cases']} cases", flush=True)
         counts.update(f"repaired {m}" for m in out.repaired)
         counts.update(f"refused {m}" for m in out.refused)
         if out.problems:
