@@ -351,8 +351,10 @@ def check_case(work: Path, seed_logs: Path, seed: int) -> Outcome:
     try:
         with deadline(CASE_SECONDS):
             for deep in (False, True):
-                scan = scan_path(DISK, str(pristine), Settings(deep_iteration=deep))
-                scan.to_json()
+                try:
+                    scan_path(DISK, str(pristine), Settings(deep_iteration=deep)).to_json()
+                except REFUSALS as e:  # exit 2 with one line (e.g. no longer a log dir)
+                    out.refused["verify"] = str(e)
             for mode in MODES:
                 logs = work / mode / "logs"
                 shutil.copytree(pristine, logs)
