@@ -40,6 +40,15 @@ def test_fuzzed_log_dirs_verify_and_repair_or_refuse(seed_logs, tmp_path) -> Non
     assert not failures, f"{len(failures)} of {CASES} cases failed:\n" + "\n".join(failures)
 
 
+@pytest.mark.parametrize("seed", [1218, 1677, 100369, 200400])
+def test_the_cases_long_runs_found_stay_fixed(seed_logs, tmp_path, seed) -> None:
+    """1218, 100369: base offset 2^63 - 1 split into 09223372036854775807.log by kafka mode;
+    1677: salvage rewriting the leader-epoch checkpoint on every run; 200400: OverflowError in
+    kafka mode's transaction-index replay."""
+    out = check_case(tmp_path / "case", seed_logs, seed)
+    assert not out.problems, "\n".join([*out.mutations, *out.problems])
+
+
 def test_the_seed_dir_is_clean_and_has_every_file_kind(seed_logs) -> None:
     """The fuzzer starts from a healthy dir holding every kind of file it is meant to mutate."""
     names = {p.name for p in seed_logs.rglob("*")}
