@@ -1,7 +1,7 @@
 """The fuzz target of issue 11 with a fixed budget: mutated segments, indexes, snapshots and every
 checkpoint of a real log dir, held to the tool's promises (see `logdir_fuzzer`).
 
-The default run checks FUZZ_CASES cases (40, ~20 s) from fixed seeds, so CI sees the same cases every
+The default run checks FUZZ_CASES cases (120, ~35 s) from fixed seeds, so CI sees the same cases every
 time; HYPOTHESIS_PROFILE=thorough raises it to 2,000 and FUZZ_SEED moves the window. Longer runs:
 `python -m tests.fuzz.run --cases 5000`.
 """
@@ -20,7 +20,7 @@ from .logdir_fuzzer import MODES, build_seed, check_case, mutate
 
 REPO = Path(__file__).resolve().parents[2]
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
-CASES = int(os.environ.get("FUZZ_CASES", 2000 if THOROUGH else 40))
+CASES = int(os.environ.get("FUZZ_CASES", 2000 if THOROUGH else 120))
 FIRST_SEED = int(os.environ.get("FUZZ_SEED", 0))
 
 
