@@ -40,7 +40,7 @@ T0 = 1700000000000
 LOG = "00000000000000000000.log"
 
 
-def run_cli(*args: str) -> subprocess.CompletedProcess:
+def run_cli(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
     """The real CLI in a subprocess (PYTHONPATH makes it this checkout's code)."""
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("LOGREPAIR_DEBUG", None)
@@ -49,7 +49,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
         capture_output=True,
         text=True,
         env=env,
-        timeout=120,
+        timeout=timeout,
     )
 
 
@@ -392,6 +392,43 @@ def test_missing_file_and_directory(tmp_path) -> None:
     r = run_cli(str(tmp_path))
     assert r.returncode == 2 and r.stderr.count("\n") == 1
     assert "is a directory" in r.stderr and "Traceback" not in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["fifo", "socket", "dangling symlink"])
+@pytest.mark.parametrize("json_flag", [[], ["--json"]])
+def test_special_file_is_refused_without_blocking(tmp_path, monkeypatch, kind, json_flag) -> None:
+    """A FIFO under a segment's name, with no writer, used to block the read forever (the old
+    dump printed an empty dump with exit 0 once a writer closed it); now one line, exit 2."""
+    import socket
+
+    path = tmp_path / LOG
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        monkeypatch.chdir(tmp_path)  # a socket's path is limited to 108 bytes
+        sock = socket.socket(socket.AF_UNIX)
+        sock.bind(LOG)
+    else:
+        path.symlink_to(tmp_path / "gone.log")
+    r = run_cli(*json_flag, str(path), str(tmp_path / "later.log"), timeout=20)
+    assert (r.returncode, r.stdout) == (2, "")
+    assert r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    what = {"fifo": "a FIFO (named pipe)", "socket": "a unix socket"}.get(kind)
+    if what:
+        assert r.stderr.strip() == (
+            f"logrepair dump: {path} is not a regular file but {what}; never opened"
+        )
+    else:
+        assert r.stderr.strip() == f"logrepair dump: {path}: a symbolic link to nothing"
+
+
+def test_character_device_is_refused(tmp_path) -> None:
+    """/dev/zero never ends: dumping it would read forever."""
+    link = tmp_path / LOG
+    link.symlink_to("/dev/zero")
+    r = run_cli(str(link), timeout=20)
+    assert r.returncode == 2
+    assert r.stderr.strip().endswith("is not a regular file but a character device; never opened")
 
 
 def test_bad_names_and_unknown_suffix(tmp_path) -> None:

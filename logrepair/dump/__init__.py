@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from ..storage.disk import Disk
+from ..storage.disk import SPECIAL_TYPES, Disk
 from ..storage.layout import offset_from_file_name
 from .indexes import dump_offset_index, dump_snapshot, dump_time_index, dump_txn_index
 from .log import dump_log
@@ -23,7 +23,8 @@ _OFFSET_SUFFIXES = (".log", ".index", ".timeindex", ".txnindex", ".snapshot")
 
 
 class UnusableFile(ValueError):
-    """A path the dump cannot read at all (missing, a directory, a name without an offset)."""
+    """A path the dump cannot read at all (missing, a directory, not a regular file, a name
+    without an offset)."""
 
 
 def _suffix(path: str) -> str:
@@ -42,6 +43,12 @@ def check_file(disk: Disk, path: str) -> None:
         raise UnusableFile(f"{path} is a directory: dump takes segment files")
     if not disk.exists(path):
         raise UnusableFile(f"{path}: no such file")
+    # the type before any open: reading a FIFO blocks until a writer comes, a device never ends
+    kind = disk.file_type(path, follow=True)
+    if kind in SPECIAL_TYPES:
+        raise UnusableFile(f"{path} is not a regular file but {SPECIAL_TYPES[kind]}; never opened")
+    if kind == "missing":
+        raise UnusableFile(f"{path}: a symbolic link to nothing")
     suffix = _suffix(path)
     name = _name(path)
     if suffix in _OFFSET_SUFFIXES:

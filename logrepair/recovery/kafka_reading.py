@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from .segment_scan import SegmentScan
 
 INT_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 _V2_MIN_LENGTH = 49  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD (61) less the offset and length
 
 
@@ -67,6 +68,12 @@ class KafkaReading:
     def batch(self, position: int, first: int, last: int, size: int, ts: int | None) -> None:
         """One batch Kafka's recovery reads (only while `on`)."""
         seg = self.seg
+        if last == INT64_MAX:
+            # The log end after it (last + 1) does not fit a long: no segment can hold it (a split
+            # would name one 09223372036854775807.log and Kafka's next offset would wrap), so
+            # kafka mode stops reading here and cuts it (spec-notes: "offsets at 2^63 - 1").
+            self.on = False
+            return
         if not 0 <= last - self.piece_base <= INT_MAX:
             if not seg.kafka_pieces:
                 seg.kafka_pieces.append(Piece(0, seg.base_offset))

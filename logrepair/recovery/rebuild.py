@@ -71,7 +71,9 @@ def txn_entries_by_segment(
                         item.max_timestamp,
                         item.is_transactional,
                     )
-            except (ProducerStateError, FormatError, ValueError) as e:
+            except (ProducerStateError, FormatError, ValueError, OverflowError) as e:
+                # (OverflowError: offsets at 2^63 - 1, outside the CRC, make a last stable offset
+                # that does not fit the index's long)
                 problems.append(f"{log} @{item.position}: {e}")
         out[base] = bytes(entries)
     return out, problems

@@ -86,3 +86,25 @@ def test_every_mode_converges_on_any_checkpoint_content(roots, epochs, stray):
                 for p in scan_path(DISK, str(d), SETTINGS).partitions:
                     if p.tp in PARTITIONS.values() and p.log_start_checkpoint is not None:
                         assert p.log_start_checkpoint <= p.log_end_offset, (mode, p.tp)
+
+
+def test_salvage_converges_when_the_log_itself_regresses_its_epoch(tmp_path):
+    """Found by the fuzzer (tests/fuzz): a flipped leader epoch (outside the CRC) makes the log
+    read epochs 0, 2097152, 1. Salvage rebuilt the checkpoint from the log — (0, 0), (2097152, 4) —
+    and every next run called that a contradiction of the batch at offset 10 and rewrote it again
+    (cut to the log start 2: the first run had not)."""
+    from .builders import batch, write_offsets
+    from .checks import repair_checked
+
+    root = tmp_path / "logs"
+    torn = bytearray(batch(0, n=2, epoch=0))
+    torn[-1] ^= 0xFF  # offsets 0..1 fail their CRC: salvage removes them, the log starts at 2
+    data = [bytes(torn)] + [batch(o, epoch=0) for o in range(2, 4)]
+    data += [batch(o, epoch=2097152) for o in range(4, 10)]
+    write_segment(root / "t-0", 0, data)
+    write_segment(root / "t-0", 10, [batch(o, epoch=1) for o in range(10, 12)])
+    write_offsets(root, "recovery-point-offset-checkpoint", {("t", 0): 12})
+    (root / "t-0" / layout.LEADER_EPOCH_CHECKPOINT).write_text("0\n2\n0 0\n1 10\n")
+    repair_checked(root, "salvage")
+    again = make_plan(scan_path(DISK, str(root), Settings()), "salvage")
+    assert not again.actions

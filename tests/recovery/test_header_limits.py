@@ -148,3 +148,21 @@ def test_any_legacy_header_value_is_a_finding_never_an_error(
         struct.pack_into(">i", raw, 26 if magic == 1 else 18, key_length)
     struct.pack_into(">I", raw, 12, zlib.crc32(bytes(raw[16:])))
     _through_every_command(tmp_path, bytes(raw))
+
+
+def test_kafka_mode_cuts_a_batch_whose_log_end_would_not_fit_a_long(tmp_path):
+    """Found by the fuzzer (tests/fuzz): base offset 2^63 - 1 in the first batch of the active
+    segment. kafka mode used to split it into a segment 09223372036854775807.log that still held
+    the offset_invalid batch, unlisted in what it leaves; now it cuts the batch (well-formed)."""
+    from .checks import repair_checked
+
+    root = tmp_path / "logs"
+    write_segment(root / "t-0", 0, batches(0, 3))
+    damaged = _v2_batch((2**63 - 1,) + (None,) * 5 + (0,) + (None,) * 6, fix_crc=True)
+    write_segment(root / "t-0", 3, [damaged], indexes=False)
+    write_offsets(root, "recovery-point-offset-checkpoint", {("t", 0): 3})
+    write_offsets(root, "replication-offset-checkpoint", {("t", 0): 3})
+    result = repair_checked(root, "kafka")
+    assert [f.name for f in (root / "t-0").glob("*.log")] != []
+    assert not list((root / "t-0").glob("09223372036854775807.*"))
+    assert result.plan.removed_bytes == len(damaged)

@@ -226,7 +226,8 @@ def _contradiction(pp: PartitionPlan, entries: list[EpochEntry]) -> str | None:
     """Why the checkpoint's entries (as Kafka loads them) cannot describe the kept batches, or
     None: an entry (epoch E from offset S) while a batch at or after S carries an epoch below E,
     or an epoch above every batch's starting before the last batch. (An epoch with no batch left,
-    compacted away, or the newest leader's with nothing written yet, is no contradiction.)"""
+    compacted away, the newest leader's with nothing written yet, or an entry a batch of the log
+    starts, is no contradiction.)"""
     transitions = [
         (epoch, base)
         for seg in pp.segs
@@ -237,7 +238,12 @@ def _contradiction(pp: PartitionPlan, entries: list[EpochEntry]) -> str | None:
         return None  # no v2 batch: nothing to hold the file to
     top = max(epoch for epoch, _ in transitions)
     last_batch = pp.verified_end_offset - 1
+    starts = set(transitions)
     for entry in entries:
+        if (entry.epoch, entry.start_offset) in starts:
+            # the log's own batch starts this epoch here: a later batch below it is the log's
+            # batch_epoch_regression (reported only), and a rebuild would write this entry again
+            continue
         for epoch, base in transitions:
             if base >= entry.start_offset and epoch < entry.epoch:
                 return (
