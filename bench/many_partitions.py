@@ -74,7 +74,7 @@ def write_log_dir(path: str, partitions: int, seed: int = 16) -> int:
                     offset += 64
                 log.append_batches(bytes(chunk))
                 total += len(chunk)
-        logdir.checkpoint()
+            log.close()  # its file handles: thousands of open logs pass the open-file limit
     finally:
         logdir.close()
     return total
