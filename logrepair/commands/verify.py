@@ -44,7 +44,7 @@ def _options(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = on_path(args, "verify", scan_path)
-    emit(args, result.to_json(), render(result))
+    emit(args, result.to_json(), lambda: render(result))
     return 0 if result.clean else 1
 
 
