@@ -210,7 +210,8 @@ def write_fleet(dest: str, brokers: int, replicas: int, batches: int) -> tuple[i
         SegmentSummary,
         SegmentTask,
     )
-    from logrepair.audit.summary_writer import BrokerSummaryWriter, open_location
+    from logrepair.audit.summary_store import open_location
+    from logrepair.audit.summary_writer import BrokerSummaryWriter
 
     fs, root = open_location(dest)
     size = 16384

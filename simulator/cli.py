@@ -25,6 +25,7 @@ from simulator.inject import INJECT_FAULTS, InjectError, describe_faults, inject
 from simulator.repair import MODES
 from simulator.replicas import ReplicaSpec
 from simulator.scenario import ScenarioError, find_scenarios, load_scenario, run_scenario
+from simulator.serve import cli as serve_cli
 from simulator.workload import SpecError, WorkloadSpec
 
 
@@ -473,6 +474,8 @@ def build_parser() -> argparse.ArgumentParser:
     inj.add_argument("--list", action="store_true", help="print the fault kinds")
     inj.add_argument("--json", action="store_true", help="print the changes as JSON")
     inj.set_defaults(func=_inject)
+
+    serve_cli.add_parsers(sub, UsageError)
     return parser
 
 

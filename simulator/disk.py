@@ -297,15 +297,20 @@ class SimDisk(Disk):
 
         for d in sorted(image.dirs):
             directory(d)
+        linked: dict[int, _Node] = {}  # the image's node ids: paths sharing one are hard links
         for p, data in image.files.items():
             head, _, name = p.rpartition("/")
             parent = directory(head or "/")
-            node = _Node(len(disk._nodes), False, now)
-            node.data = bytearray(data)
-            node.durable = bytes(data)
-            disk._nodes[node.id] = node
+            node = linked.get(image.nodes.get(p, -1))
+            if node is None:
+                node = _Node(len(disk._nodes), False, now)
+                node.data = bytearray(data)
+                node.durable = bytes(data)
+                disk._nodes[node.id] = node
+                disk._used += len(data)
+                if p in image.nodes:
+                    linked[image.nodes[p]] = node
             parent.entries[name] = parent.durable_entries[name] = node.id
-            disk._used += len(data)
         return disk
 
     # -- images -----------------------------------------------------------------------------------
@@ -529,6 +534,25 @@ class SimDisk(Disk):
             )
         self._locks.add(node)
         return _SimLock(self, node)
+
+    def lock_owner(self, path: str) -> int | None:
+        """None: a SimDisk is one process, and a process's own locks never conflict."""
+        _norm(path)
+        return None
+
+    def links(self, path: str) -> int:
+        nid = self._lookup(_norm(path)).id
+        return sum(
+            1
+            for n in self._nodes.values()
+            if n.is_dir
+            for child in n.entries.values()
+            if child == nid
+        )
+
+    def real_path(self, path: str) -> str:
+        """A SimDisk has no symbolic links: the normalized path."""
+        return _norm(path)
 
     # -- internals --------------------------------------------------------------------------------
 

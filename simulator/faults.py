@@ -202,6 +202,8 @@ def reorder(disk: SimDisk, rng: random.Random) -> list[Variant]:
         buf = bytearray(image.files[p])
         for s in sorted(holes):
             lo, hi = s * sector, min((s + 1) * sector, len(buf))
+            if lo >= hi:
+                continue  # a later truncation cut this sector off: nothing of it is left to lose
             prev = durable_content[lo:hi]
             buf[lo:hi] = prev + bytes(hi - lo - len(prev))
             damage.append(

@@ -19,6 +19,11 @@ from dataclasses import dataclass
 
 from logrepair.format.batch import RecordBatch
 from logrepair.format.walker import Walker
+from logrepair.recovery.runs import lock_run
+from logrepair.recovery.scan import classify
+from logrepair.storage.disk import LockHeld
+from logrepair.storage.logdir import DirLock
+from logrepair.storage.osdisk import OsDisk
 from simulator.faults import Damage
 
 WINDOW = 4 * 1024 * 1024
@@ -347,9 +352,24 @@ def inject(
             )
         shutil.copytree(path, out, symlinks=True)
         target = out
+    lock = _lock_in_place(path) if in_place else None
     try:
         return fn(find_partitions(target), random.Random(f"inject:{fault}:{seed}"))
     except InjectError:
         if out is not None:
             shutil.rmtree(out)
         raise
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _lock_in_place(path: str) -> DirLock:
+    """Damaging a log dir in place takes its `.lock` as the tool's repairs do, so it never writes
+    under a running broker or a repair."""
+    disk = OsDisk()
+    real = disk.real_path(path)
+    try:
+        return lock_run(disk, real, classify(disk, real))
+    except LockHeld as e:
+        raise InjectError(str(e)) from None

@@ -130,6 +130,13 @@ def load_scenario(path: str) -> Scenario:
         raise ScenarioError(f"{path}: not valid TOML: {e}") from None
     if not text.lstrip().startswith("#"):
         raise ScenarioError(f"{path}: a scenario starts with a comment on the event it models")
+    if "serve" in data or "steps" in data:  # a client chaos scenario against `logsim serve`
+        from simulator.serve.scenario import ServeScenarioError, load_serve_scenario
+
+        try:
+            return load_serve_scenario(path, os.path.splitext(os.path.basename(path))[0], data)
+        except ServeScenarioError as e:
+            raise ScenarioError(str(e)) from None
     unknown = sorted(set(data) - _TOP)
     if unknown:
         raise ScenarioError(f"{path}: unknown key {unknown[0]!r}")
@@ -219,6 +226,10 @@ def run_scenario(
     progress=None,
     shrink_failures: bool = False,
 ) -> ScenarioResult:
+    if not isinstance(scenario, Scenario):  # a serve scenario: real clients, real power cuts
+        from simulator.serve.scenario import run_serve_scenario
+
+        return run_serve_scenario(scenario)
     if isinstance(scenario.spec, ReplicaSpec):
         report = explore_heal(scenario.spec, scenario.options)
         worse = report.worse_than_local()

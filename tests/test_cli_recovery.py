@@ -95,6 +95,7 @@ def test_verify_damaged_dir_exits_1_and_names_every_defect(damaged):
             "last_offset",
             "detail",
         }
+        assert d["severity"] == "damage"
     human = cli("verify", str(damaged))
     assert human.returncode == 1
     assert "crc_mismatch" in human.stdout
@@ -104,6 +105,25 @@ def test_verify_damaged_dir_exits_1_and_names_every_defect(damaged):
         "fixed by: point-in-time (removes offsets 3..19), salvage (removes offset 3)"
         in human.stdout
     )
+
+
+def test_a_notice_is_reported_but_verify_and_audit_stay_clean(tmp_path):
+    # What a broker leaves after a compaction until file.delete.delay.ms passes.
+    log_dir = tmp_path / "logs"
+    write_segment(log_dir / "t-0", 0, batches(0, 3))
+    (log_dir / "t-0" / "00000000000000000000.log.deleted").write_bytes(b"old segment")
+    proc = cli("verify", str(log_dir), "--json")
+    out = json.loads(proc.stdout)
+    assert proc.returncode == 0 and out["clean"] is True
+    (d,) = out["partitions"][0]["defects"]
+    assert (d["kind"], d["severity"]) == ("deleted_leftover", "notice")
+    human = cli("verify", str(log_dir))
+    assert human.returncode == 0 and "0 damage, 1 notice(s):" in human.stdout
+    audit = json.loads(cli("audit", str(log_dir), "--json").stdout)
+    found = {f["kind"]: f["severity"] for p in audit["partitions"] for f in p["findings"]}
+    assert found["deleted_leftover"] == "notice"
+    (log_dir / "t-0" / "00000000000000000000.log.deleted").unlink()
+    assert json.loads(cli("audit", str(log_dir), "--json").stdout)["clean"] == audit["clean"]
 
 
 @pytest.mark.parametrize(

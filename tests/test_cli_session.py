@@ -4,12 +4,14 @@ undo.
 
 The log dir: `orders-0` with a corrupt batch in the middle of its active segment, `payments-1`
 whose middle segment was emptied (zeros where its batches were) and whose last batch is torn
-although the high watermark says both were acknowledged, and `clicks-0`, healthy.
+although the high watermark says both were acknowledged, `links-0` whose second segment is a
+symbolic link to a file elsewhere, and `clicks-0`, healthy.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -38,6 +40,9 @@ def log_dir(tmp_path) -> Path:
     for base in (0, 10, 20):
         write_segment(d / "payments-1", base, batches(base, 10))
     write_segment(d / "clicks-0", 0, batches(0, 5))
+    write_segment(d / "links-0", 0, batches(0, 5))
+    elsewhere = write_segment(tmp_path / "elsewhere", 5, batches(5, 5), indexes=False)
+    os.symlink(elsewhere, d / "links-0" / layout.log_file_name(5))
     flip_byte(d / "orders-0" / layout.log_file_name(10), 4 * BATCH_SIZE + 40)  # offset 14
     truncate(d / "payments-1" / layout.log_file_name(20), 10 * BATCH_SIZE - 20)  # offset 29 torn
     (d / "payments-1" / layout.log_file_name(10)).write_bytes(bytes(10 * BATCH_SIZE))  # a hole
@@ -75,6 +80,8 @@ def test_a_new_users_session_reads_right_at_every_step(log_dir: Path):
     assert any(line.strip().startswith("orders-0: offsets removed 14 (1 offset,") for line in lines)
     assert any("payments-1: damaged batches removed" in line for line in lines)
     assert not any(line.strip().startswith("clicks-0") for line in lines)  # untouched
+    # the partition holding a symlink is left as it is, and the plan says why
+    assert any("note: links-0: left as it is" in line for line in lines)
     summary = lines[-1]
     assert summary.startswith("summary: salvage repair of") and "dry run" in summary
     assert "orders-0 lost offset 14, all acknowledged" in summary
@@ -100,11 +107,15 @@ def test_a_new_users_session_reads_right_at_every_step(log_dir: Path):
     assert payments["high_watermark"] == [30, 29] and payments["recovery_point"] == [20, 29]
     assert out["removed_bytes"] == orders["removed_bytes"] + payments["removed_bytes"]
 
-    # 4. verify again: clean; a second repair has nothing to do and exits 0
-    assert cli("verify", str(log_dir)).returncode == 0
+    # 4. verify again: no damage (the symlink is a notice); a second repair has nothing to do
+    proc = cli("verify", str(log_dir))
+    assert proc.returncode == 0, proc.stdout
+    assert "symlink" in proc.stdout and "[notice]" in proc.stdout
     again = cli("repair", str(log_dir), "--mode", "salvage")
     assert again.returncode == 0 and "nothing to repair" in again.stdout
-    assert again.stdout.splitlines()[-1].endswith("nothing to repair, nothing lost")
+    assert again.stdout.splitlines()[-1].endswith(
+        "nothing to repair, nothing lost; 1 defect(s) left as they are"  # the symlink
+    )
 
     # 5. the wrong directory: refused by every command, one line, naming the log dir inside
     for args in (

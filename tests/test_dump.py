@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from logrepair.cli import main
 from logrepair.decoders.consumer_offsets import OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE
 from logrepair.decoders.transaction_state import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
+from logrepair.dump.scala_order import hash_map_order, java_string_hash
 from logrepair.format.batch import (
     HEADER,
     ControlType,
@@ -146,10 +147,14 @@ def test_control_batches(tmp_path, capsys) -> None:
         producer_epoch=1,
         timestamp=T0,
     )
+    # LeaderChangeMessage v0 (flexible): version, leaderId 1, voters [1], grantingVoters [1]
+    voter = b"\x02\x00\x00\x00\x01\x00"
+    leader_change = b"\x00\x00\x00\x00\x00\x01" + voter + voter + b"\x00"
     leader = build_control_batch(
-        ControlType.LEADER_CHANGE, b"\x00\x00", base_offset=2, timestamp=T0
+        ControlType.LEADER_CHANGE, leader_change, base_offset=2, timestamp=T0
     )
-    path = write_log(tmp_path, data, marker, leader)
+    torn = build_control_batch(ControlType.LEADER_CHANGE, b"\x00\x00", base_offset=3, timestamp=T0)
+    path = write_log(tmp_path, data, marker, leader, torn)
     status, out, _ = dump(capsys, path, "--print-data-log")
     assert status == 0
     assert len(marker) == 78
@@ -159,9 +164,16 @@ def test_control_batches(tmp_path, capsys) -> None:
         "endTxnMarker: ABORT coordinatorEpoch: 9"
     )
     # Control records never go through the data parser: no key/payload part.
+    # KRaft's control records print as JSON, as kafka-dump-log 4.1 prints them.
     assert out[7] == (
-        f"| offset: 2 CreateTime: {T0} keySize: 4 valueSize: 2 sequence: -1 headerKeys: [] "
-        "controlType: LEADER_CHANGE(2)"
+        f"| offset: 2 CreateTime: {T0} keySize: 4 valueSize: 19 sequence: -1 headerKeys: [] "
+        'LeaderChange: {"version":0,"leaderId":1,"voters":[{"voterId":1}],'
+        '"grantingVoters":[{"voterId":1}]}'
+    )
+    # One Kafka cannot read (it dies with a BufferUnderflowException) is named and the dump goes on.
+    assert out[9] == (
+        f"| offset: 3 CreateTime: {T0} keySize: 4 valueSize: 2 sequence: -1 headerKeys: [] "
+        "controlRecordError: null"
     )
 
 
@@ -247,8 +259,10 @@ def test_transaction_log_decoder(tmp_path, capsys) -> None:
     path = write_log(tmp_path, build_batch([Record(0, T0, key, value)], base_offset=0))
     _, out, _ = dump(capsys, path, "--transaction-log-decoder", "--skip-record-metadata")
     assert out[3] == (
-        "| key: transaction_metadata::transactionalId=tx payload: producerId:5,producerEpoch:0,"
-        f"state=PrepareCommit,partitions=[t-1],txnLastUpdateTimestamp={T0},txnTimeoutMs=60000"
+        '| key: {"type":"0","data":{"transactionalId":"tx"}} payload: {"version":"0","data":'
+        '{"producerId":5,"producerEpoch":0,"transactionTimeoutMs":60000,"transactionStatus":2,'
+        '"transactionPartitions":[{"topic":"t","partitionIds":[1]}],'
+        f'"transactionLastUpdateTimestampMs":{T0},"transactionStartTimestampMs":{T0}}}}}'
     )
 
 
@@ -603,3 +617,21 @@ def test_compacted_batch_and_legacy_v0_wrapper(tmp_path, capsys) -> None:
         "  5 is followed by 7",
         "  2 is followed by 5",
     ]
+
+
+def test_end_of_run_sections_follow_kafkas_hash_map_order() -> None:
+    # The order a real Kafka 4.1.1 kafka-dump-log printed these four files' index mismatches in.
+    paths = [
+        "/tmp/bdirs/killed/compacted-0/00000000000000001336.index",
+        "/tmp/bdirs/killed/events-0/00000000000000000542.index",
+        "/tmp/bdirs/killed/events-2/00000000000000000452.index",
+        "/tmp/bdirs/killed/txn-1/00000000000000000000.index",
+    ]
+    assert hash_map_order([(p, 1) for p in paths]) == [paths[0], paths[2], paths[1], paths[3]]
+    assert java_string_hash("hello") == 99162322 and java_string_hash("polygenelubricants") < 0
+    # Twelve files grow the table to 32 slots; so do eleven when the last is put a second time
+    # (replacing a value counts as a put in Scala's HashMap).
+    many = [f"/d/t-{i}/00000000000000000000.index" for i in range(12)]
+    grown = hash_map_order([(p, 1) for p in many])
+    twice = hash_map_order([(p, 1) for p in many[:10]] + [(many[10], 2)])
+    assert twice == [p for p in grown if p in many[:11]]

@@ -238,12 +238,14 @@ def _epoch_findings(
                 f"leader-epoch-checkpoint entries do not increase: {entries}",
             )
         )
-    beyond = [e for e in entries if e[1] >= log_end]  # Kafka drops them at load (rec §6.8)
+    # Past the end: Kafka drops them at load (rec §6.8). At the end is what a leader election with
+    # nothing written since leaves (every partition of a healthy broker that has no data yet).
+    beyond = [e for e in entries if e[1] > log_end]
     if beyond:
         out.append(
             Finding(
                 "leader_epoch_beyond_end",
-                f"leader-epoch-checkpoint entries {beyond} start at or past the log end {log_end}",
+                f"leader-epoch-checkpoint entries {beyond} start past the log end {log_end}",
             )
         )
     starts = dict(entries)

@@ -11,14 +11,21 @@ from __future__ import annotations
 from array import array
 from dataclasses import dataclass, field
 
+from ..recovery.defects import severity
+
 
 @dataclass(frozen=True, slots=True)
 class Finding:
     kind: str
     detail: str
 
+    @property
+    def notice(self) -> bool:
+        """Not damage (design: severity): reported, but the audit stays clean."""
+        return severity(self.kind) == "notice"
+
     def to_json(self) -> dict:
-        return {"kind": self.kind, "detail": self.detail}
+        return {"kind": self.kind, "detail": self.detail, "severity": severity(self.kind)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,12 +290,8 @@ class AuditReport:
 
     @property
     def clean(self) -> bool:
-        return not (
-            self.findings
-            or any(d.findings for d in self.log_dirs)
-            or any(p.findings for p in self.partitions)
-            or any(r.findings for r in self.replicas)
-        )
+        """No damage anywhere (notices do not count)."""
+        return all(f.notice for _, _, f in self.all_findings())
 
     def all_findings(self) -> list[tuple[str, str, Finding]]:
         """Every finding as (scope, where, finding): for the table, the HTML report and Parquet."""

@@ -30,6 +30,7 @@ from .errors import SummaryError
 from .fleet import build_report, latest_commits
 from .model import AuditReport, BatchDigests
 from .spark import BINS_PER_CORE, replica_rows, spark_schema, write_tables
+from .summary_store import read_manifests, split_source
 from .summary_tables import (
     DETAIL_COLUMNS,
     log_dir_plan,
@@ -37,7 +38,6 @@ from .summary_tables import (
     segment_rows,
     segment_summaries,
 )
-from .summary_writer import read_manifests
 
 _RESULT_SCHEMA = "kind string, value binary"
 _NOT_SHIPPED = {"mtime_ns", "ctime_ns", "inode", *DETAIL_COLUMNS}
@@ -139,8 +139,9 @@ def _read(spark, roots: list[str], table: str):
     from pyspark.errors import AnalysisException
 
     frames = []
-    for root in roots:
-        pattern = f"{root.rstrip('/')}/cluster=*/broker=*/{table}.parquet"
+    for source in roots:
+        root, clusters = split_source(source)
+        pattern = f"{root}/{clusters}/broker=*/{table}.parquet"
         try:
             frames.append(spark.read.option("basePath", root).parquet(pattern))
         except AnalysisException:

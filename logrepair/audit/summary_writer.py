@@ -5,7 +5,7 @@ them, with each valid batch's digest streamed to `segments.parquet` instead of c
 fleet checks run later on Spark over every broker's summary (fleet_spark.py), so no executor ever
 reads a broker's disk.
 
-DEST is a local folder or any URI pyarrow's filesystems write (`file://`, `s3://`, `hdfs://`).
+DEST is a local folder or any URI pyarrow's filesystems write (summary_store.py).
 Each table is written to a hidden temporary file and moved into place when all are written, the
 `broker.parquet` manifest last, so a reader sees a broker's previous summary or its new one.
 
@@ -26,7 +26,6 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from urllib.parse import unquote
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -40,6 +39,7 @@ from .discovery import discover
 from .errors import SummaryError
 from .model import LogDirPlan, SegmentSummary, SegmentTask
 from .segments import summarize_segment
+from .summary_store import open_location
 from .summary_tables import (
     DETAIL_COLUMNS,
     DIGEST_COLUMNS,
@@ -97,91 +97,6 @@ class BrokerSummary:
             "summary_bytes": self.summary_bytes,
             "previous": self.previous,
         }
-
-
-def open_location(where: str) -> tuple[pafs.FileSystem, str]:
-    """The filesystem and root path of a DEST or SRC: a URI pyarrow knows (Hadoop's `s3a://`
-    read as `s3://`), or a local path."""
-    if "://" in where:
-        scheme, rest = where.split("://", 1)
-        if not rest.strip("/"):
-            raise SummaryError(f"{where}: no bucket or path after {scheme}://")
-        uri = f"s3://{rest}" if scheme in ("s3a", "s3n") else where
-        try:
-            return pafs.FileSystem.from_uri(uri)
-        except (pa.ArrowException, OSError, ValueError) as e:
-            raise SummaryError(f"{where}: {e}") from None
-    return pafs.LocalFileSystem(), os.path.abspath(where)
-
-
-def read_manifests(sources: list[str]) -> list[dict]:
-    """The `broker.parquet` row of every broker under `sources`, with `cluster`, `broker` and
-    `source`; refuses (one line) a SRC without summaries, a broker found twice, and any summary of
-    another format version, before anything else reads them."""
-    rows = []
-    for source in sources:
-        fs, root = open_location(source)
-        found = 0
-        for cluster_dir in _subdirs(fs, root, "cluster="):
-            for broker_dir_ in _subdirs(fs, cluster_dir, "broker="):
-                try:
-                    manifest = pq.read_table(f"{broker_dir_}/broker.parquet", filesystem=fs)
-                except FileNotFoundError:
-                    continue
-                except (pa.ArrowException, OSError) as e:
-                    raise SummaryError(f"{broker_dir_}/broker.parquet: unreadable: {e}") from None
-                found += 1
-                for m in manifest.to_pylist():
-                    cluster = unquote(cluster_dir.rsplit("/cluster=", 1)[1])
-                    broker = unquote(broker_dir_.rsplit("/broker=", 1)[1])
-                    rows.append({**m, "cluster": cluster, "broker": broker, "source": source})
-        if not found:
-            raise SummaryError(
-                f"{source}: no summaries there (no cluster=*/broker=*/broker.parquet, as "
-                "`logrepair audit --summaries-out` writes them)"
-            )
-    _check_manifests(rows)
-    return rows
-
-
-def _subdirs(fs: pafs.FileSystem, path: str, prefix: str) -> list[str]:
-    try:
-        infos = fs.get_file_info(pafs.FileSelector(path))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    except (pa.ArrowException, OSError) as e:
-        raise SummaryError(f"{path}: {e}") from None
-    return sorted(
-        i.path
-        for i in infos
-        if i.type == pafs.FileType.Directory and i.base_name.startswith(prefix)
-    )
-
-
-def _check_manifests(rows: list[dict]) -> None:
-    """Every broker once, every summary of this format version: one line otherwise."""
-    seen: dict[tuple[str, str], str] = {}
-    for r in rows:
-        key = (r["cluster"], r["broker"])
-        if key in seen:
-            raise SummaryError(
-                f"broker {key[1]} of cluster {key[0]} is in both {seen[key]} and {r['source']}"
-            )
-        seen[key] = r["source"]
-    wrong = sorted(
-        (r["cluster"], r["broker"], r.get("format_version"), r["source"])
-        for r in rows
-        if r.get("format_version") != FORMAT_VERSION
-    )
-    if wrong:
-        cluster, broker, version, source = wrong[0]
-        age = "an older" if (version or 0) < FORMAT_VERSION else "a newer"
-        more = f" (and {len(wrong) - 1} more brokers)" if len(wrong) > 1 else ""
-        raise SummaryError(
-            f"{source}: the summary of broker {broker} of cluster {cluster}{more} is in format "
-            f"version {version}, {age} one than this logrepair reads ({FORMAT_VERSION}): write it "
-            "again with this logrepair's `audit --summaries-out`"
-        )
 
 
 def file_stamp(disk: Disk, task: SegmentTask) -> Stamp:

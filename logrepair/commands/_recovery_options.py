@@ -14,7 +14,9 @@ from typing import TypeVar
 
 from ..cli import InputError
 from ..recovery.apply import JournalError
-from ..recovery.repair import RepairRefused, RepairResult
+from ..recovery.interrupted import ABANDON, FINISH, REPLAN
+from ..recovery.repair import RepairFailed, RepairRefused, RepairResult
+from ..recovery.runs import lock_path
 from ..recovery.scan import NotALogDir, classify, total_log_bytes
 from ..recovery.settings import (
     DEFAULT_INDEX_INTERVAL_BYTES,
@@ -24,13 +26,15 @@ from ..recovery.settings import (
     SettingsError,
 )
 from ..storage.disk import Disk, LockHeld
+from ..storage.logdir import lock_note
 from ..storage.osdisk import OsDisk
 
 T = TypeVar("T")
 
-REFUSALS = (NotALogDir, RepairRefused, JournalError, LockHeld)
+REFUSALS = (NotALogDir, RepairRefused, JournalError, LockHeld, RepairFailed)
 """What a recovery command refuses to work on: not a log dir, a lock a live process holds, a
-quarantine inside the log dir, a journal it cannot use. Bad input, not a failure of the tool."""
+quarantine inside the log dir, a journal it cannot use; and the I/O errors that stop a run, whose
+line says the state it left. One line and exit 2, never a trace."""
 
 
 def add_command(
@@ -55,12 +59,37 @@ def add_command(
         own_options(p)
     if dry_run is not None:
         p.add_argument("--dry-run", action="store_true", help=dry_run)
+        add_interrupted_options(p)
     if quarantine is not None:
         p.add_argument("--quarantine", metavar="DIR", help=quarantine)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     if settings:
         add_settings_options(p)
     p.set_defaults(run=run)
+
+
+def add_interrupted_options(p: argparse.ArgumentParser) -> None:
+    """What a journaled run does first with an interrupted run on the same log dir (by default:
+    finishes it, after checking the log dir is as that run left it)."""
+    g = p.add_mutually_exclusive_group()
+    g.add_argument(
+        "--abandon-interrupted",
+        dest="interrupted",
+        action="store_const",
+        const=ABANDON,
+        default=FINISH,
+        help="roll back what an interrupted run applied (as `logrepair undo` would), then plan "
+        "afresh",
+    )
+    g.add_argument(
+        "--replan",
+        dest="interrupted",
+        action="store_const",
+        const=REPLAN,
+        help="leave what an interrupted run applied as it is (its quarantine keeps every byte "
+        "it removed) and plan afresh from the log dir as it is now, keeping newer data (after a "
+        "broker ran on a half-repaired dir)",
+    )
 
 
 @contextmanager
@@ -109,8 +138,15 @@ def journaled_run(args: argparse.Namespace, run: Callable[..., RepairResult]) ->
             dry_run=args.dry_run,
             quarantine_root=quarantine_root(args),
             progress=bar,
+            interrupted=args.interrupted,
         ),
     )
+
+
+def lock_status(disk: Disk, path: str, is_log_dir: bool) -> tuple[bool, str | None]:
+    """For the read-only commands: whether another process (a running broker) holds the `.lock`
+    of the log dir holding PATH, and the line that says so (JSON: `locked_by_other_process`)."""
+    return lock_note(disk, lock_path(disk, path, is_log_dir))
 
 
 def emit(args: argparse.Namespace, data: dict, text: str | Callable[[], str]) -> None:

@@ -13,6 +13,9 @@ from ..audit.local import DEFAULT_RECOVERY_RATE, audit_paths
 from ..audit.model import AuditReport
 from ..audit.report import format_bytes
 from ..cli import InputError
+from ..storage.layout import LOCK_FILE
+from ..storage.logdir import lock_note
+from ..storage.osdisk import OsDisk
 
 _MASTER = re.compile(r"local(\[[0-9*]+(,[0-9]+)?\])?|(spark|k8s|mesos)://.+|yarn")
 _UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
@@ -133,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
 
             if args.from_summaries:  # refused in one line before Spark starts
                 require("pyarrow", "--from-summaries")
-                from ..audit.summary_writer import read_manifests
+                from ..audit.summary_store import read_manifests
 
                 read_manifests(args.from_summaries)
             spark = spark_session(master or None, app_name="logrepair-audit")
@@ -155,11 +158,18 @@ def run(args: argparse.Namespace) -> int:
 
         with open(args.report, "w", encoding="utf-8") as f:
             f.write(render_html(report))
+    locks = {d.path: lock_note(OsDisk(), f"{d.path}/{LOCK_FILE}") for d in report.log_dirs}
     if args.json:
-        json.dump(report.to_json(), sys.stdout, indent=1)
+        data = report.to_json()
+        for d in data["log_dirs"]:
+            d["locked_by_other_process"] = locks[d["path"]][0]
+        json.dump(data, sys.stdout, indent=1)
         sys.stdout.write("\n")
     else:
         print_table(report)
+        for _, note in locks.values():
+            if note:
+                sys.stdout.write(f"note: {note}\n")
     return 0 if report.clean else 1
 
 
@@ -276,7 +286,13 @@ def print_table(report: AuditReport) -> None:
     out.write(
         f"\n{len(report.partitions)} partitions in {len(report.log_dirs)} log dirs, "
         f"{len(report.replicas)} replicated: "
-        + ("clean\n" if report.clean else f"{len(found)} findings\n")
+        + (
+            "clean\n"
+            if not found
+            else f"clean ({len(found)} notices)\n"
+            if report.clean
+            else f"{len(found)} findings\n"
+        )
     )
 
 

@@ -58,6 +58,8 @@ def render(result: RepairResult) -> str:
     lines = [f"{plan.root}: mode {plan.mode}"]
     for done in result.finished:
         lines.append(f"  {done}")
+    for warning in result.warnings:
+        lines.append(f"  warning: {warning}")
     for note in plan.notes:
         lines.append(f"  note: {note}")
     if not plan.actions:

@@ -12,7 +12,8 @@ from ..recovery import notation
 from ..recovery.mode_costs import fix_hints
 from ..recovery.scan import LogDirScan, scan_path
 from ..storage.layout import printable
-from ._recovery_options import add_command, emit, on_path
+from ..storage.osdisk import OsDisk
+from ._recovery_options import add_command, emit, lock_status, on_path
 
 NOT_DECODED = "records were not decoded (batches only: --deep-iteration decodes every record)"
 
@@ -44,7 +45,12 @@ def _options(p: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = on_path(args, "verify", scan_path)
-    emit(args, result.to_json(), lambda: render(result))
+    locked, note = lock_status(OsDisk(), result.root, result.is_log_dir)
+    emit(
+        args,
+        {**result.to_json(), "locked_by_other_process": locked},
+        lambda: render(result) + (f"\nnote: {note}" if note else ""),
+    )
     return 0 if result.clean else 1
 
 

@@ -8,7 +8,6 @@ results (the audit computes each group's committed offsets from `OffsetCommit`s)
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,7 +18,10 @@ from .schema import (
     Message,
     Struct,
     UnknownRecordType,
+    missing_key_text,
     read_message,
+    read_record_part,
+    read_version,
     to_kafka_json,
 )
 
@@ -187,21 +189,21 @@ class GroupRecord:
 
 def _decode(key: bytes | None, value: bytes | None) -> GroupRecord:
     """Any record as a generic struct pair; `decode_offsets_record` types the offset commits."""
-    record_type = _version(key, "key")
+    record_type = read_version(key, "key")
     key_schema = _KEYS.get(record_type)
     if key_schema is None:
         raise UnknownRecordType(record_type)
-    key_data = _read(key_schema, key, record_type, "key")
+    key_data = read_record_part(key_schema, key, record_type, "key")
     value_version: int | None = None
     value_data: dict[str, Any] | None = None
     undecoded: bytes | None = None
     if value is not None:
-        value_version = _version(value, "value")
+        value_version = read_version(value, "value")
         value_schema = _VALUES.get(record_type)
         if value_schema is None:
             undecoded = bytes(value[2:])
         else:
-            value_data = _read(value_schema, value, value_version, "value")
+            value_data = read_record_part(value_schema, value, value_version, "value")
             if record_type == 2:
                 _decode_consumer_protocol(value_data)
     name = key_schema.name.removesuffix("Key")
@@ -233,11 +235,7 @@ def format_offsets_record(
 ) -> tuple[str, str | None]:
     """kafka-dump-log's `--offsets-decoder` text: (key text, payload text or None when not printed)."""
     if key is None:
-        return (
-            f"Failed to decode message at offset {offset} using offset topic decoder "
-            "(message had a missing key)",
-            None,
-        )
+        return missing_key_text(offset), None
     try:
         d = _decode(key, value)
     except UnknownRecordType as exc:
@@ -254,23 +252,6 @@ def format_offsets_record(
     return key_text, to_kafka_json({"version": str(d.value_version), "data": d.value})
 
 
-def _version(buf: bytes | None, name: str) -> int:
-    if buf is None:
-        raise DecodeError(f"the record has no {name}")
-    if len(buf) < 2:
-        raise DecodeError(f"Could not read version from {name}'s buffer.")
-    return struct.unpack_from(">h", buf)[0]
-
-
-def _read(schema: Message, buf: bytes, version: int, name: str) -> dict[str, Any]:
-    try:
-        return read_message(schema, memoryview(buf)[2:], version)
-    except DecodeError as exc:
-        raise DecodeError(
-            f"Could not read record with version {version} from {name}'s buffer due to: {exc}."
-        ) from exc
-
-
 def _decode_consumer_protocol(value: dict[str, Any]) -> None:
     """As DumpLogSegments: a `consumer` group's member subscription/assignment bytes become their
     decoded structs; bytes that do not decode stay as they are."""
@@ -283,6 +264,6 @@ def _decode_consumer_protocol(value: dict[str, Any]) -> None:
         ):
             raw = member[name]
             try:
-                member[name] = read_message(schema, memoryview(raw)[2:], _version(raw, name))
+                member[name] = read_message(schema, memoryview(raw)[2:], read_version(raw, name))
             except DecodeError:
                 continue

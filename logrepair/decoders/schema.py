@@ -22,6 +22,14 @@ MAX_VERSION = 0x7FFF
 MAX_STRING_LENGTH = 0x7FFF
 
 
+class Uuid(bytes):
+    """A `uuid` field's 16 bytes; JSON shows it as Kafka's `Uuid.toString()` (URL-safe base64, no
+    padding)."""
+
+    def __str__(self) -> str:
+        return base64.urlsafe_b64encode(self).decode("ascii").rstrip("=")
+
+
 class DecodeError(ValueError):
     """Bytes that are not a valid record of the schema. The message is Kafka's text where it has one."""
 
@@ -164,6 +172,36 @@ def read_message(message: Message, buf: bytes | memoryview, version: int) -> dic
     return _read_struct(message, Reader(buf), version, message.is_flexible(version))
 
 
+def read_version(buf: bytes | None, name: str) -> int:
+    """The int16 version (record type for a key) that prefixes a coordinator record's key or value,
+    read as `CoordinatorRecordSerde.readVersion` does."""
+    if buf is None:
+        raise DecodeError(f"the record has no {name}")
+    if len(buf) < 2:
+        raise DecodeError(f"Could not read version from {name}'s buffer.")
+    return struct.unpack_from(">h", buf)[0]
+
+
+def read_record_part(schema: Message, buf: bytes, version: int, name: str) -> dict[str, Any]:
+    """A coordinator record's key or value after its version, with `CoordinatorRecordSerde`'s
+    message when it does not parse."""
+    try:
+        return read_message(schema, memoryview(buf)[2:], version)
+    except DecodeError as exc:
+        raise DecodeError(
+            f"Could not read record with version {version} from {name}'s buffer due to: {exc}."
+        ) from exc
+
+
+def missing_key_text(offset: int) -> str:
+    """What kafka-dump-log's coordinator decoders say of a record without a key (Kafka stops the
+    dump there; logrepair prints it as the key and goes on)."""
+    return (
+        f"Failed to decode message at offset {offset} using the specified decoder "
+        "(message had a missing key)"
+    )
+
+
 def _read_struct(st: Struct, r: Reader, version: int, flexible: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     tagged: dict[int, Field] = {}
@@ -211,6 +249,10 @@ def _read_value(f: Field, t: str | Array | Struct, r: Reader, version: int, flex
         return [_read_value(f, t.element, r, version, flexible) for _ in range(count)]
     if t in _INT:
         return r.int(t)
+    if t == "uint16":
+        return r.int("int16") & 0xFFFF
+    if t == "uuid":
+        return Uuid(r.take(16))
     if t == "string":
         length = r.unsigned_varint() - 1 if flexible else r.int("int16")
         if length < 0:
@@ -246,6 +288,8 @@ def _emit(value: Any, out: list[str]) -> None:
         out.append(str(value))
     elif isinstance(value, str):
         out.append(_quote(value))
+    elif isinstance(value, Uuid):
+        out.append(_quote(str(value)))
     elif isinstance(value, bytes | bytearray | memoryview):
         out.append('"' + base64.b64encode(value).decode("ascii") + '"')
     elif isinstance(value, dict):

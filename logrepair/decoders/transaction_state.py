@@ -6,10 +6,21 @@
 
 from __future__ import annotations
 
-import struct
 from dataclasses import dataclass
 
-from .schema import Array, DecodeError, Field, Message, Struct, read_message
+from .schema import (
+    Array,
+    DecodeError,
+    Field,
+    Message,
+    Struct,
+    UnknownRecordType,
+    missing_key_text,
+    read_message,
+    read_record_part,
+    read_version,
+    to_kafka_json,
+)
 
 TRANSACTION_LOG_KEY = Message("TransactionLogKey", (Field("TransactionalId", "string"),), valid="0")
 TRANSACTION_LOG_VALUE = Message(
@@ -84,13 +95,13 @@ class TransactionRecord:
 
 def decode_transaction_record(key: bytes | None, value: bytes | None) -> TransactionRecord:
     """Decodes one record; raises `UnknownKeyVersion` or `DecodeError` (Kafka's messages)."""
-    key_version = _version(key, "key")
+    key_version = read_version(key, "key")
     if key_version != 0:
         raise UnknownKeyVersion(key_version)
     transactional_id = read_message(TRANSACTION_LOG_KEY, memoryview(key)[2:], 0)["transactionalId"]
     if value is None:
         return TransactionRecord(transactional_id, None)
-    version = _version(value, "value")
+    version = read_version(value, "value")
     if not 0 <= version <= 1:
         raise DecodeError(f"Unknown version {version} from the transaction log message value")
     v = read_message(TRANSACTION_LOG_VALUE, memoryview(value)[2:], version)
@@ -126,32 +137,26 @@ def decode_transaction_record(key: bytes | None, value: bytes | None) -> Transac
 def format_transaction_record(
     key: bytes | None, value: bytes | None, offset: int
 ) -> tuple[str, str | None]:
-    """kafka-dump-log's `--transaction-log-decoder` text: (key text, payload text or None).
-
-    Where Kafka's tool aborts (no key, an unknown value version or state id, bytes that do not
-    parse) the key text is `Error at offset <o>, skipping. <message>` and the dump goes on.
-    """
+    """kafka-dump-log's `--transaction-log-decoder` text (Kafka 4's coordinator record form, the
+    same as `--offsets-decoder`'s): key `{"type":"0","data":{...}}`, payload
+    `{"version":"<v>","data":{...}}` or `<DELETE>`; a record it cannot read is one
+    `Unknown record type ...`/`Error at offset ...` key text and no payload."""
+    if key is None:
+        return missing_key_text(offset), None
     try:
-        record = decode_transaction_record(key, value)
-    except UnknownKeyVersion as exc:
-        return str(exc), None
+        record_type = read_version(key, "key")
+        if record_type != 0:
+            raise UnknownRecordType(record_type)
+        key_data = read_record_part(TRANSACTION_LOG_KEY, key, record_type, "key")
+        if value is None:
+            return to_kafka_json({"type": "0", "data": key_data}), "<DELETE>"
+        version = read_version(value, "value")
+        value_data = read_record_part(TRANSACTION_LOG_VALUE, value, version, "value")
+    except UnknownRecordType as exc:
+        return f"Unknown record type {exc.record_type} at offset {offset}, skipping.", None
     except DecodeError as exc:
         return f"Error at offset {offset}, skipping. {exc}", None
-    key_text = f"transaction_metadata::transactionalId={record.transactional_id}"
-    m = record.value
-    if m is None:
-        return key_text, "<DELETE>"
-    partitions = ",".join(f"{topic}-{partition}" for topic, partition in m.partitions)
-    return key_text, (
-        f"producerId:{m.producer_id},producerEpoch:{m.producer_epoch},state={m.state},"
-        f"partitions=[{partitions}],txnLastUpdateTimestamp={m.last_update_timestamp},"
-        f"txnTimeoutMs={m.transaction_timeout_ms}"
+    return (
+        to_kafka_json({"type": "0", "data": key_data}),
+        to_kafka_json({"version": str(version), "data": value_data}),
     )
-
-
-def _version(buf: bytes | None, name: str) -> int:
-    if buf is None:
-        raise DecodeError(f"the record has no {name}")
-    if len(buf) < 2:
-        raise DecodeError(f"Could not read version from {name}'s buffer.")
-    return struct.unpack_from(">h", buf)[0]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 
+from ..decoders import DecodeError, format_kraft_control, is_kraft_control
 from ..format.batch import Record, codec_name
 from ..format.control import ControlType, EndTransactionMarker, parse_control_key
 from ..format.errors import Defect, FormatError
@@ -111,11 +112,13 @@ def _control_part(record: Record) -> str:
                 f" endTxnMarker: {marker.control_type.name} "
                 f"coordinatorEpoch: {marker.coordinator_epoch}"
             )
-        # Kafka prints the KRaft snapshot/voter records (types 3-6) as JSON of schemas the spec
-        # does not give; their type is shown instead.
+        if is_kraft_control(control_type):
+            return " " + format_kraft_control(control_type, record.value)
         return f" controlType: {control_type.name}({type_id})"
     except FormatError as e:
         return f" controlRecordError: {e.detail}"
+    except DecodeError as e:
+        return f" controlRecordError: {e}"
 
 
 def string_parser(

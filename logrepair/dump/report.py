@@ -8,6 +8,7 @@ from typing import TextIO
 
 from ..format.errors import Defect
 from .lines import defect_line
+from .scala_order import hash_map_order
 
 DEFAULT_MAX_MESSAGE_SIZE = 5 * 1024 * 1024
 DEFAULT_MAX_BYTES = 2**31 - 1
@@ -80,28 +81,40 @@ class DumpReport:
             self.line(defect_line(defect))
 
     def finish(self) -> None:
-        """The end-of-run stderr sections, in kafka-dump-log's order and wording (§10.3-10.5)."""
-        for path, pairs in self.index_mismatches.items():
+        """The end-of-run stderr sections, in kafka-dump-log's order and wording (§10.3-10.5);
+        the files of each section in the order Kafka's hash maps iterate them."""
+        for path in _kafka_order(self.index_mismatches, len):
+            pairs = self.index_mismatches[path]
             self.error(f"Mismatches in :{path}")
             for index_offset, log_offset in reversed(pairs):  # Kafka prepends to a list
                 self.error(f"  Index offset: {index_offset}, log offset: {log_offset}")
-        for path, pairs in self.time_mismatches.items():
+        for path in _kafka_order(self.time_mismatches):
+            pairs = self.time_mismatches[path]
             self.error(f"Found timestamp mismatch in :{path}")
             for index_ts, log_ts in pairs:
                 self.error(f"  Index timestamp: {index_ts}, log timestamp: {log_ts}")
-        for path, pairs in self.time_out_of_order.items():
+        for path in _kafka_order(self.time_out_of_order):
+            pairs = self.time_out_of_order[path]
             self.error(f"Found out of order timestamp in :{path}")
             for index_ts, prev_ts in pairs:
                 self.error(
                     f"  Index timestamp: {index_ts}, Previously indexed timestamp: {prev_ts}"
                 )
-        for pairs in self.time_not_found.values():
+        for path in _kafka_order(self.time_not_found):
+            pairs = self.time_not_found[path]
             self.error("The following indexed offsets are not found in the log.")
             for indexed, found in pairs:
                 self.error(f"Indexed offset: {indexed}, found log offset: {found}")
-        for path, (pairs, dropped) in self.non_consecutive.items():
+        for path in _kafka_order(self.non_consecutive, lambda v: len(v[0]) + v[1]):
+            pairs, dropped = self.non_consecutive[path]
             self.error(f"Non-consecutive offsets in {path}")
             if dropped:
                 self.error(f"  ({dropped} later pairs not shown)")
             for prev, nxt in reversed(pairs):
                 self.error(f"  {prev} is followed by {nxt}")
+
+
+def _kafka_order(by_path: dict, puts=None) -> list[str]:
+    """The paths of one section in Kafka's order; `puts` says how often Kafka put a path's entry
+    (once per pair for the maps it updates pair by pair, else once)."""
+    return hash_map_order([(path, puts(v) if puts else 1) for path, v in by_path.items()])

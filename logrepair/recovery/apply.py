@@ -1,206 +1,57 @@
 """Applying a plan: quarantine, journal and manifest, crash-safe.
 
-A repair run owns one quarantine directory holding `manifest.json` (the journal), `blobs/` (removed
-tails and the previous contents of replaced files) and `files/` (whole files moved out of the log
-dir). The run goes through states written atomically to the manifest:
-
-- `saving`: copies of everything the plan will remove or replace are made and fsynced. The log dir
-  is not touched yet, so a crash here is rolled back: the next run discards this quarantine. (The
-  directory gets its name only once the manifest is in it, and loses it before it is removed, so a
-  crash never leaves a run without a manifest; the `.discarded` rest goes with the next run.)
-- `applying`: the actions run in order. Each is idempotent given the saved copies (a split reads
-  the bytes it moves from the saved tail, a rebuild recomputes from the final `.log`), so a crash
-  here is finished by the next run replaying every action.
-- `done`: files and directories fsynced; the manifest is the record `undo` works from, with the
-  state the repair left each touched file in (`left`), so undo can refuse a log dir that changed.
-- `undoing`, `undone`: see undo.py.
+`start` creates the run's quarantine (journal.py) and saves every byte the plan will remove or
+replace while the manifest says `saving`; `run` then goes through the actions in order (`applying`).
+Each action is idempotent given the saved copies (a split reads the bytes it moves from the saved
+tail, a rebuild recomputes from the final `.log`), and is made durable, counted (`applied`) and its
+files' state recorded (logdir_state.py) before the next starts. So a crash is finished by the next
+run replaying from the first uncounted action, after checking that nothing else changed the log dir
+in between, or rolled back by `undo` from the same record.
 
 The manifest holds everything a replay needs, so the run that finishes an interrupted repair gets
 the result the interrupted one would have: each index rebuild carries its `index.interval.bytes`
 and the batch-size cap its scan used (`max_batch_size`, raised with `message.max.bytes`).
 
 Nothing is deleted outright: a deleted file is renamed into `files/` (copied when the quarantine is
-on another filesystem), a truncated tail is copied to `blobs/` first.
+on another filesystem), a truncated tail is copied to `blobs/` first (zero runs as holes). A
+segment with other hard links (a `cp -al` snapshot) is cut by writing the kept part as a new file
+renamed over it, so the other names keep every byte. Every file the run writes goes through a
+temporary name unique to the run, and nothing is written through a symbolic link.
 """
 
 from __future__ import annotations
 
 import base64
-import errno
-import json
-import time
 from collections.abc import Callable, Mapping
 
-from ..format.crc import crc32c
-from ..storage import scan as storage_scan
 from ..storage.abstract_index import IndexFileError
-from ..storage.disk import Disk, join, parent_of
-from ..storage.layout import (
-    INDEX_SUFFIX,
-    LOG_SUFFIX,
-    TIME_INDEX_SUFFIX,
-    TMP_SUFFIX,
-    TXN_INDEX_SUFFIX,
+from ..storage.disk import SPECIAL_TYPES, Disk, join, parent_of
+from ..storage.layout import INDEX_SUFFIX, LOG_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX
+from . import logdir_state
+from .copies import copy_pieces, copy_range, copy_ranges, move_file
+from .journal import (
+    APPLYING,
+    DISCARDED,
+    DONE,
+    PROGRESS,
+    SAVING,
+    VERSION,
+    Journal,
+    JournalError,
+    make_dirs_durable,
+    now,
 )
+from .logdir_state import made_files, replaced_files
 from .plan import Action, Plan
 from .settings import Settings
-
-MANIFEST = "manifest.json"
-DISCARDED = ".discarded"
-"""Suffix of a run dir no run will use: one being created (until its manifest is in) or one being
-removed after a roll-back. The next run removes what a crash left of it."""
-COPY_CHUNK = 8 * 1024 * 1024
-
-SAVING, APPLYING, DONE, UNDOING, UNDONE = "saving", "applying", "done", "undoing", "undone"
-
-VERSION = 2
-"""Version 2 records each index rebuild's `max_batch_size`; a version 1 manifest is replayed with
-the default cap, which is what the version that wrote it used."""
 
 # (disk, absolute .log path, index.interval.bytes, verify CRCs, max batch size)
 #   -> [(absolute index path, bytes)]:
 # the indexes Kafka's recovery would write for that log, computed from its current bytes.
 IndexRebuilder = Callable[[Disk, str, int, bool, int], list[tuple[str, bytes]]]
 
-
-class JournalError(ValueError):
-    """A quarantine whose manifest is missing, unreadable, or for another target."""
-
-
-def copy_range(disk: Disk, src: str, position: int, length: int, dst: str) -> None:
-    """Copies `[position, position + length)` of `src` into a new file `dst`, fsynced."""
-    copy_ranges(disk, src, [(position, length)], dst)
-
-
-def copy_ranges(disk: Disk, src: str, ranges: list[tuple[int, int]], dst: str) -> None:
-    """The `(position, length)` ranges of `src`, one after another, in a new file `dst`, fsynced."""
-    copy_pieces(disk, [(src, position, length) for position, length in ranges], dst)
-
-
-def copy_pieces(disk: Disk, pieces: list[tuple[str, int, int]], dst: str) -> None:
-    """The `(file, position, length)` ranges, one after another, in a new file `dst`, fsynced.
-
-    Chunked with one reused buffer, so a 1 GiB tail costs 8 MiB of memory."""
-    total = sum(length for _, _, length in pieces)
-    buf = bytearray(min(COPY_CHUNK, max(total, 1)))
-    view = memoryview(buf)
-    with disk.open(dst, create=True) as fout:
-        fout.truncate(0)
-        out = 0
-        for src, position, length in pieces:
-            with disk.open(src) as fin:
-                done = 0
-                while done < length:
-                    n = fin.read_into(position + done, view[: min(len(buf), length - done)])
-                    if n <= 0:
-                        raise OSError(errno.EIO, f"{src} ended at {position + done} while copying")
-                    fout.write_at(out, view[:n])
-                    done += n
-                    out += n
-        fout.fsync()
-
-
-def _source(journal: Journal, file: str) -> str:
-    """A piece's file: absolute (a replica's, only read) or relative to the repaired PATH."""
-    return file if file.startswith("/") else journal.t(file)
-
-
-def _install(disk: Disk, blob: str, path: str) -> None:
-    """`path` atomically replaced by a copy of `blob`, streamed (a segment can be a gigabyte):
-    `<path>.tmp`, fsync, rename, fsync the directory, as `Disk.write_file_atomic` does."""
-    tmp = path + TMP_SUFFIX
-    copy_range(disk, blob, 0, disk.size(blob), tmp)
-    disk.rename(tmp, path)
-    disk.fsync_dir(parent_of(path))
-
-
-def _unmoved(start: int, end: int, moved) -> list[tuple[int, int]]:
-    """The parts of `[start, end)` outside the moved `(position, length, to)` ranges, in order."""
-    out = []
-    position = start
-    for pos, length, _ in sorted(moved):
-        if pos > position:
-            out.append((position, pos - position))
-        position = max(position, pos + length)
-    if end > position:
-        out.append((position, end - position))
-    return out
-
-
-class Journal:
-    """The manifest of one repair run, and the operations that keep it in step with the disk."""
-
-    def __init__(self, disk: Disk, qdir: str, data: dict) -> None:
-        self.disk = disk
-        self.qdir = qdir
-        self.data = data
-
-    # -- manifest ---------------------------------------------------------------------------------
-
-    @classmethod
-    def load(cls, disk: Disk, qdir: str) -> Journal:
-        path = join(qdir, MANIFEST)
-        if not disk.exists(path):
-            raise JournalError(f"{qdir} is not a logrepair quarantine (no {MANIFEST})")
-        try:
-            data = json.loads(disk.read_file(path))
-            if data.get("tool") != "logrepair" or not isinstance(data.get("actions"), list):
-                raise ValueError("not a logrepair manifest")
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise JournalError(f"{path} is not a readable logrepair manifest: {exc}") from None
-        if data.get("version") not in (1, VERSION):
-            raise JournalError(
-                f"{path} has manifest version {data.get('version')!r}; this logrepair reads "
-                f"versions 1 to {VERSION}: use the logrepair that wrote it"
-            )
-        return cls(disk, qdir, data)
-
-    @property
-    def state(self) -> str:
-        return self.data["state"]
-
-    @property
-    def target(self) -> str:
-        return self.data["target"]
-
-    @property
-    def actions(self) -> list[Action]:
-        return [Action.from_journal(a) for a in self.data["actions"]]
-
-    def write(self) -> None:
-        payload = json.dumps(self.data, indent=1, sort_keys=True).encode()
-        self.disk.write_file_atomic(join(self.qdir, MANIFEST), payload)
-
-    def set_state(self, state: str) -> None:
-        self.data["state"] = state
-        self.data["updated"] = _now()
-        self.write()
-
-    def q(self, rel: str) -> str:
-        return join(self.qdir, rel)
-
-    def t(self, rel: str) -> str:
-        return join(self.target, rel)
-
-
-def make_dirs_durable(disk: Disk, path: str) -> None:
-    """Creates `path` and its missing parents, and fsyncs each new entry's directory, so that a
-    power loss cannot take a quarantine away while the log dir keeps the repair."""
-    missing = []
-    p = path
-    while not disk.exists(p):
-        missing.append(p)
-        parent = parent_of(p)
-        if parent == p:
-            break
-        p = parent
-    disk.make_dirs(path)
-    for created in reversed(missing):
-        disk.fsync_dir(parent_of(created))
-
-
-def _now() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+REBUILDS = ("rebuild_indexes", "create_segment")
+"""Actions that write a `.log`'s offset and time index from its bytes."""
 
 
 def start(
@@ -211,6 +62,8 @@ def start(
     *,
     max_batch_sizes: Mapping[str, int] | None = None,
     validated: bool = True,
+    lock_created: bool = False,
+    marker: str | None = None,
 ) -> Journal:
     """Creates the quarantine for `plan` and saves every byte the plan removes or replaces.
 
@@ -218,7 +71,11 @@ def start(
     plan's root, '' for the root itself), recorded with each index rebuild there; None for a plan
     whose scan ran with Kafka's default settings.
     `validated`: the plan comes from a scan that checked every batch it keeps, so index rebuilds
-    may read headers only."""
+    may read headers only.
+    `lock_created`: the run created the `.lock` it holds; if it dies, the run that settles its
+    journal removes that file.
+    `marker`: the log dir's pending-runs file (journal.PENDING_MARKER), which names the run while
+    it changes the log dir."""
     if disk.exists(qdir) and disk.list_dir(qdir):
         raise JournalError(f"quarantine directory {qdir} is not empty")
     data = {
@@ -227,11 +84,15 @@ def start(
         "target": plan.root,
         "mode": plan.mode,
         "state": SAVING,
-        "created": _now(),
-        "updated": _now(),
+        "created": now(),
+        "updated": now(),
         "actions": [a.to_journal() for a in plan.actions],
         "summary": summary,
         "validated": validated,
+        "applied": 0,
+        "warnings": [],
+        "lock_created": lock_created,
+        "marker": marker,
     }
     for entry in data["actions"]:
         if entry["action"] in REBUILDS:
@@ -251,11 +112,14 @@ def start(
         elif entry.get("pieces"):
             entry["content_blob"] = f"blobs/{i:05d}.new"
             pieced[entry["content_blob"]] = entry["pieces"]
+    refuse_unwritable(disk, plan)
     # The run dir takes its name only with its manifest inside, so a crash never leaves a run
     # without one; until then it is `<qdir>.discarded`, which the next run removes.
     staging = qdir + DISCARDED
     make_dirs_durable(disk, join(staging, "blobs"))
     make_dirs_durable(disk, join(staging, "files"))
+    with disk.open(join(staging, PROGRESS), create=True):
+        pass  # made durable by the manifest write's fsync of the run dir
     Journal(disk, staging, data).write()
     disk.rename(staging, qdir)
     disk.fsync_dir(parent_of(qdir))
@@ -265,6 +129,8 @@ def start(
             f.truncate(0)
             f.write_at(0, content)
             f.fsync()
+    # (heal) a segment's new content from byte ranges of this log dir's files and replicas',
+    # copied before any action runs, so that no later action can change what it reads
     for blob, pieces in pieced.items():
         copy_pieces(disk, [(_source(journal, f), pos, n) for f, pos, n in pieces], journal.q(blob))
     # Where each file's bytes will be when its action runs: an earlier rename brings other bytes
@@ -279,8 +145,48 @@ def start(
         elif action.action == "delete":
             source[action.file] = None
     disk.fsync_dir(join(qdir, "blobs"))
+    data["expect"] = logdir_state.record(journal, data["actions"])
     journal.set_state(APPLYING)
     return journal
+
+
+def _source(journal: Journal, file: str) -> str:
+    """A piece's file: absolute (a replica's, only read) or relative to the repaired PATH."""
+    return file if file.startswith("/") else journal.t(file)
+
+
+def refuse_unwritable(disk: Disk, plan: Plan) -> None:
+    """Before anything changes: every name the plan writes, cuts or moves is a regular file or
+    absent, in a directory that is no symbolic link, so that apply never fails half way on
+    one (or writes through a link to files outside the log dir). JournalError otherwise."""
+    for action in plan.actions:
+        for rel in [action.file, *made_files(action.to_journal())]:
+            path = join(plan.root, rel)
+            for p in (path, parent_of(path)):
+                if disk.is_symlink(p):
+                    raise JournalError(
+                        f"{p} is a symbolic link; a repair never writes through one (nothing "
+                        "was changed)"
+                    )
+            kind = disk.file_type(path, follow=True)
+            if kind not in ("file", "missing"):
+                what = SPECIAL_TYPES.get(kind, "a directory")
+                raise JournalError(
+                    f"{path} is not a regular file but {what}; a repair cannot "
+                    f"{_VERBS[action.action]} it (nothing was changed)"
+                )
+
+
+_VERBS = {
+    "truncate": "cut",
+    "split": "copy out of",
+    "delete": "move",
+    "rename": "rename",
+    "write_file": "rewrite",
+    "rebuild_indexes": "rebuild the indexes of",
+    "create_segment": "create",
+    "flush": "fsync",
+}
 
 
 def _save(journal: Journal, i: int, action: Action, source: dict[str, str | None]) -> dict:
@@ -292,14 +198,22 @@ def _save(journal: Journal, i: int, action: Action, source: dict[str, str | None
         blob = f"blobs/{i:05d}.tail"
         ranges = _unmoved(action.size, size, action.moved or [])
         copy_ranges(disk, path, ranges, journal.q(blob))
-        return {"tail": blob, "original_size": size}
+        saved = {"tail": blob, "original_size": size}
+        links = disk.links(path)
+        if links > 1:
+            saved["copy_on_cut"] = True
+            journal.data["warnings"].append(
+                f"{action.file} has {links} hard links (a snapshot made with `cp -al`?): the "
+                "repaired segment is written as a new file, so the other links keep their bytes"
+            )
+        return saved
     if action.action == "delete":
         return {"moved_to": f"files/{action.file}"}
     if action.action in ("write_file", "rebuild_indexes", "create_segment"):
         previous = []
         for j, rel in enumerate(replaced_files(action)):
-            now = source.get(rel, rel)
-            p = None if now is None else journal.t(now)
+            now_at = source.get(rel, rel)
+            p = None if now_at is None else journal.t(now_at)
             if p is not None and disk.exists(p):
                 blob = f"blobs/{i:05d}.{j}.prev"
                 copy_range(disk, p, 0, disk.size(p), journal.q(blob))
@@ -310,128 +224,103 @@ def _save(journal: Journal, i: int, action: Action, source: dict[str, str | None
     return {}
 
 
-REBUILDS = ("rebuild_indexes", "create_segment")
-"""Actions that write a `.log`'s offset and time index from its bytes."""
-
-
-def replaced_files(action: Action) -> list[str]:
-    """Files an action overwrites or creates whole (their previous state is saved).
-
-    Each file written through `Disk.write_file_atomic` brings its `<name>.tmp`: the write reuses
-    and renames away a `.tmp` an interrupted checkpoint write left, so that one is saved too."""
-    if action.action in ("rebuild_indexes", "create_segment"):
-        stem = action.file[: -len(".log")]
-        written = [stem + ".index", stem + ".timeindex"]
-        created = [action.file] if action.action == "create_segment" else []
-    else:
-        written, created = [action.file], []
-    return created + written + [w + TMP_SUFFIX for w in written]
+def _unmoved(start: int, end: int, moved) -> list[tuple[int, int]]:
+    """The parts of `[start, end)` outside the moved `(position, length, to)` ranges, in order."""
+    out = []
+    position = start
+    for pos, length, _ in sorted(moved):
+        if pos > position:
+            out.append((position, pos - position))
+        position = max(position, pos + length)
+    if end > position:
+        out.append((position, end - position))
+    return out
 
 
 def run(journal: Journal, rebuild: IndexRebuilder) -> None:
-    """Runs (or replays, after a crash) every action of an `applying` journal, then fsyncs."""
-    disk = journal.disk
-    touched_dirs: set[str] = {journal.qdir, join(journal.qdir, "files")}
-    verify = not journal.data.get("validated", False)
-    default_cap = storage_scan.DEFAULT_MAX_BATCH_SIZE  # what a version 1 manifest was applied with
-    for entry in journal.data["actions"]:
-        action = Action.from_journal(entry)
-        saved = entry.get("saved", {})
-        path = journal.t(action.file)
-        if disk.is_symlink(path) or disk.is_symlink(parent_of(path)):
-            raise JournalError(f"{path} is a symbolic link; a repair never follows one")
-        touched_dirs.add(parent_of(path))
-        kind = action.action
-        if kind == "truncate":
-            if action.moved:
-                # the copies must survive a power loss before the bytes they came from go
-                for _, _, to in action.moved:
-                    disk.fsync_dir(parent_of(journal.t(to)))
-            if disk.exists(path) and disk.size(path) > action.size:
-                with disk.open(path, write=True) as f:
-                    f.truncate(action.size)
-                    f.fsync()
-        elif kind == "split":
-            _split(journal, action, path)
-            touched_dirs.add(parent_of(journal.t(action.to)))
-        elif kind == "delete":
-            dest = journal.q(saved["moved_to"])
-            make_dirs_durable(disk, parent_of(dest))
-            touched_dirs.add(parent_of(dest))
-            if disk.exists(path) and not (disk.exists(dest) and _made_later(journal, entry, path)):
-                # (Replayed after a crash with the file already moved, the name may belong to a
-                # later action's new file, e.g. the `.tmp` of a checkpoint write: that one stays.)
-                _move(disk, path, dest)
-                # The file's new name must be durable before anything makes its removal from the
-                # log dir durable (a later atomic write fsyncs that dir): where a rename is not
-                # atomic, a power loss in between would lose the file from both places.
-                disk.fsync_dir(parent_of(dest))
-        elif kind == "rename":
-            if disk.exists(path):
-                disk.rename(path, journal.t(action.to))
-        elif kind == "write_file" and entry.get("pieces"):
-            _install(disk, journal.q(entry["content_blob"]), path)
-        elif kind == "write_file":
-            disk.write_file_atomic(path, disk.read_file(journal.q(entry["content_blob"])))
-        elif kind == "flush":
-            _flush_segment(disk, path)
-        elif kind in REBUILDS:
-            if kind == "create_segment" and not disk.exists(path):
-                with disk.open(path, create=True) as f:
-                    f.fsync()
-            cap = entry.get("max_batch_size", default_cap)
-            _write_indexes(journal, path, rebuild, action.index_interval_bytes, verify, cap)
-        else:
-            raise JournalError(f"unknown action {kind!r} in {journal.qdir}")
-    for d in sorted(touched_dirs):
-        if disk.exists(d):
-            disk.fsync_dir(d)
-    journal.data["left"] = left_state(journal)
+    """Runs (or replays, after a crash) the actions of an `applying` journal from the first one
+    not counted, each made durable, counted and its files' state recorded before the next."""
+    entries = journal.data["actions"]
+    for i in range(journal.data.get("applied", 0), len(entries)):
+        _apply(journal, entries[i], rebuild)
+        journal.progress({"applied": i + 1, "expect": logdir_state.record(journal, [entries[i]])})
     journal.set_state(DONE)
 
 
-def left_state(journal: Journal) -> dict:
-    """How the repair left every file it touched and the directories holding them, so that `undo`
-    can tell whether anything changed since (a broker started, an operator edited a file)."""
+def _apply(journal: Journal, entry: dict, rebuild: IndexRebuilder) -> None:
+    """One action, then fsyncs of every directory whose entries it changed."""
     disk = journal.disk
-    files = {}
-    for entry in journal.data["actions"]:
-        if entry["action"] != "flush":
-            for rel in [entry["file"], *made_files(entry)]:
-                files[rel] = file_state(disk, journal.t(rel))
-    dirs = {}
-    for rel in files:
-        d = rel.rpartition("/")[0]
-        if d not in dirs:
-            dirs[d] = sorted(disk.list_dir(journal.t(d) if d else journal.target))
-    return {"files": files, "dirs": dirs}
-
-
-def file_state(disk: Disk, path: str) -> list[int] | None:
-    """`[size, CRC-32C]` of a file, `[size]` for a `.log` (appends and truncations change its size;
-    reading gigabytes back is not worth it), None when it does not exist."""
-    if not disk.exists(path):
-        return None
-    size = disk.size(path)
-    if path.endswith(LOG_SUFFIX):
-        return [size]
-    crc = 0
-    buf = bytearray(min(COPY_CHUNK, max(size, 1)))
-    with disk.open(path) as f:
-        position = 0
-        while position < size:
-            n = f.read_into(position, buf)
-            if n <= 0:
-                break
-            crc = crc32c(memoryview(buf)[:n], crc)
-            position += n
-    return [size, crc]
+    action = Action.from_journal(entry)
+    saved = entry.get("saved", {})
+    path = journal.t(action.file)
+    if disk.is_symlink(path) or disk.is_symlink(parent_of(path)):
+        raise JournalError(f"{path} is a symbolic link; a repair never follows one")
+    dirs = {parent_of(path)}
+    kind = action.action
+    if kind == "truncate":
+        if action.moved:
+            # the copies must survive a power loss before the bytes they came from go
+            for _, _, to in action.moved:
+                disk.fsync_dir(parent_of(journal.t(to)))
+        if disk.exists(path) and disk.size(path) > action.size:
+            if saved.get("copy_on_cut"):
+                temp = journal.temp_name(path)
+                copy_range(disk, path, 0, action.size, temp)
+                disk.rename(temp, path)
+            else:
+                with disk.open(path, write=True) as f:
+                    f.truncate(action.size)
+                    f.fsync()
+    elif kind == "split":
+        _split(journal, action, path)
+        dirs.add(parent_of(journal.t(action.to)))
+    elif kind == "delete":
+        dest = journal.q(saved["moved_to"])
+        make_dirs_durable(disk, parent_of(dest))
+        if disk.exists(path) and not (disk.exists(dest) and _made_later(journal, entry, path)):
+            # (Replayed after a crash with the file already moved, the name may belong to a
+            # later action's new file: that one stays.)
+            move_file(disk, path, dest)
+        # The file's new name must be durable before its removal from the log dir: where a
+        # rename is not atomic, a power loss in between would lose the file from both places.
+        disk.fsync_dir(parent_of(dest))
+    elif kind == "rename":
+        if disk.exists(path):
+            disk.rename(path, journal.t(action.to))
+        dirs.add(parent_of(journal.t(action.to)))
+    elif kind == "write_file" and entry.get("pieces"):
+        # streamed (a segment can be a gigabyte), through the run's own temporary name
+        temp = journal.temp_name(path)
+        copy_range(
+            disk,
+            journal.q(entry["content_blob"]),
+            0,
+            disk.size(journal.q(entry["content_blob"])),
+            temp,
+        )
+        disk.rename(temp, path)
+    elif kind == "write_file":
+        content = disk.read_file(journal.q(entry["content_blob"]))
+        disk.write_file_atomic(path, content, tmp=journal.temp_name(path))
+    elif kind == "flush":
+        _flush_segment(disk, path)
+    elif kind in REBUILDS:
+        if kind == "create_segment" and not disk.exists(path):
+            with disk.open(path, create=True) as f:
+                f.fsync()
+        cap = entry["max_batch_size"]
+        verify = not journal.data.get("validated", False)
+        _write_indexes(journal, path, rebuild, action.index_interval_bytes, verify, cap)
+    else:
+        raise JournalError(f"unknown action {kind!r} in {journal.qdir}")
+    for d in sorted(dirs):
+        if disk.exists(d):
+            disk.fsync_dir(d)
 
 
 def _flush_segment(disk: Disk, log_path: str) -> None:
     """Kafka's `LogSegment.flush`: the `.log` and its indexes fsynced, so that the recovery point
-    may move past them (their directory is fsynced with the other touched ones at the end).
-    Replayed after a crash, a file already gone is skipped."""
+    may move past them. Replayed after a crash, a file already gone is skipped."""
     stem = log_path[: -len(LOG_SUFFIX)]
     for suffix in (LOG_SUFFIX, INDEX_SUFFIX, TIME_INDEX_SUFFIX, TXN_INDEX_SUFFIX):
         if disk.exists(stem + suffix):
@@ -458,7 +347,7 @@ def _write_indexes(
             f"foresee; the repair in {journal.qdir} is left unfinished (please report this)"
         ) from None
     for index_path, content in written:
-        journal.disk.write_file_atomic(index_path, content)
+        journal.disk.write_file_atomic(index_path, content, tmp=journal.temp_name(index_path))
 
 
 def _split(journal: Journal, split: Action, path: str) -> None:
@@ -495,88 +384,3 @@ def _made_later(journal: Journal, entry: dict, path: str) -> bool:
     actions = journal.data["actions"]
     later = actions[actions.index(entry) + 1 :]
     return any(path == journal.t(f) for e in later for f in made_files(e))
-
-
-def made_files(entry: dict) -> list[str]:
-    """Files an action (by its journal entry) creates or writes whole."""
-    if entry["action"] in ("rename", "split"):
-        return [entry["to"]]
-    if entry["action"] in ("write_file", "rebuild_indexes", "create_segment"):
-        return replaced_files(Action.from_journal(entry))
-    return []
-
-
-def _move(disk: Disk, src: str, dst: str) -> None:
-    """Renames `src` to `dst`; across filesystems copies, fsyncs, then unlinks."""
-    try:
-        disk.rename(src, dst)
-    except OSError as exc:
-        if exc.errno != errno.EXDEV:
-            raise
-        part = dst + ".part"
-        copy_range(disk, src, 0, disk.size(src), part)
-        disk.rename(part, dst)
-        disk.fsync_dir(parent_of(dst))
-        disk.unlink(src)
-
-
-def pending(disk: Disk, quarantine_root: str, target: str) -> list[Journal]:
-    """Unfinished runs (and undos) for `target` under `quarantine_root`, oldest first."""
-    if not disk.is_dir(quarantine_root):
-        return []
-    found = []
-    for name in disk.list_dir(quarantine_root):
-        qdir = join(quarantine_root, name)
-        if name.endswith(DISCARDED) or not disk.exists(join(qdir, MANIFEST)):
-            continue
-        try:
-            journal = Journal.load(disk, qdir)
-        except JournalError:
-            continue
-        if journal.target == target and journal.state in (SAVING, APPLYING, UNDOING):
-            found.append(journal)
-    return found
-
-
-def finish(journal: Journal, rebuild: IndexRebuilder) -> str:
-    """Completes or rolls back an interrupted run; returns what was done."""
-    if journal.state == SAVING:
-        _discard(journal)
-        return f"rolled back the interrupted repair in {journal.qdir} (it had changed nothing)"
-    run(journal, rebuild)
-    return f"completed the interrupted repair in {journal.qdir}"
-
-
-def _discard(journal: Journal) -> None:
-    """Removes a quarantine whose run never touched the log dir (crash while saving).
-
-    It is renamed to `<dir>.discarded` first: a crash during the removal leaves a directory that
-    no run takes for a pending one and the next run removes (`remove_discarded`), never a run
-    dir without its manifest."""
-    disk = journal.disk
-    gone = journal.qdir + DISCARDED
-    disk.rename(journal.qdir, gone)
-    disk.fsync_dir(parent_of(gone))
-    _remove(disk, gone)
-    disk.fsync_dir(parent_of(gone))
-
-
-def remove_discarded(disk: Disk, quarantine_root: str) -> None:
-    """Finishes removing the rolled-back runs a crash left under `quarantine_root`."""
-    if not disk.is_dir(quarantine_root):
-        return
-    for name in disk.list_dir(quarantine_root):
-        if name.endswith(DISCARDED):
-            _remove(disk, join(quarantine_root, name))
-            disk.fsync_dir(quarantine_root)
-
-
-def _remove(disk: Disk, path: str) -> None:
-    """Removes a file, or a directory tree bottom up, each directory emptied durably first."""
-    if not disk.is_dir(path) or disk.is_symlink(path):
-        disk.unlink(path)
-        return
-    for name in disk.list_dir(path):
-        _remove(disk, join(path, name))
-    disk.fsync_dir(path)
-    disk.remove_dir(path)

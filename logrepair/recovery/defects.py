@@ -138,7 +138,14 @@ _KINDS = (
     # leftovers of interrupted operations
     DefectKind("swap_leftover", "a `.swap` file of an interrupted compaction or split", ALL),
     DefectKind("cleaned_leftover", "a `.cleaned` file of an interrupted compaction or split", ALL),
-    DefectKind("deleted_leftover", "a `.deleted` file that was due for asynchronous deletion", ALL),
+    # A broker leaves these after every compaction, retention or roll-back until file.delete.delay.ms
+    # passes, and across a clean shutdown: Kafka deletes them at its next start.
+    DefectKind(
+        "deleted_leftover",
+        "a `.deleted` file that was due for asynchronous deletion",
+        ALL,
+        severity="notice",
+    ),
     DefectKind(
         "tmp_leftover", "a `.tmp` file of an interrupted checkpoint write (Kafka ignores it)", ALL
     ),
@@ -174,7 +181,7 @@ _KINDS = (
     ),
     DefectKind(
         "leader_epoch_beyond_end",
-        "a leader epoch in leader-epoch-checkpoint starts at or past the log end",
+        "a leader epoch in leader-epoch-checkpoint starts past the log end",
         ALL,
     ),
     DefectKind(

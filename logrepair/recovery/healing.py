@@ -10,10 +10,12 @@ from dataclasses import dataclass
 
 from ..storage.disk import Disk
 from . import notation
+from .interrupted import FINISH
 from .modes.heal import HealSource
 from .plan import Plan
 from .planner import make_plan
-from .repair import RepairRefused, RepairResult, _inside, _run
+from .repair import RepairRefused, RepairResult, _run
+from .runs import inside
 from .scan import LogDirScan, Progress
 from .settings import Settings
 
@@ -73,11 +75,12 @@ def heal(
     dry_run: bool = False,
     quarantine_root: str | None = None,
     progress: Progress | None = None,
+    interrupted: str = FINISH,
 ) -> HealResult:
     """`repair --mode heal`: scan PATH, fill each damaged range from the replicas, apply."""
     path = path.rstrip("/") or "/"
     for r in replicas:
-        if _inside(r, path) or _inside(path, r):
+        if inside(r, path) or inside(path, r):
             raise RepairRefused(f"replica {r} overlaps {path}: a replica is another broker's copy")
     source = HealSource(disk, replicas, beyond_high_watermark=beyond_high_watermark)
 
@@ -98,5 +101,6 @@ def heal(
         dry_run=dry_run,
         quarantine_root=quarantine_root,
         progress=progress,
+        interrupted=interrupted,
     )
     return HealResult(result, source)

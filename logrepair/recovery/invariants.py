@@ -231,7 +231,7 @@ def accounted(disk: Disk, plan: Plan, quarantine: str | None) -> list[str]:
         return problems
     if quarantine is None:
         return ["accounted: a plan with actions was applied without a quarantine"]
-    from .apply import Journal
+    from .journal import Journal
 
     journal = Journal.load(disk, quarantine)
     for entry in journal.data["actions"]:

@@ -12,7 +12,10 @@ from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from ..format.crc import crc32c
+from ..format.errors import Defect
 from ..storage.abstract_index import IndexOffsetOverflowError, InvalidOffsetError
+from ..storage.disk import Disk
 from ..storage.index_builder import recovery_index_bytes
 from .indexes import UNBOUNDED_INDEX
 
@@ -20,6 +23,7 @@ if TYPE_CHECKING:
     from .segment_scan import SegmentScan
 
 INT_MAX = 2**31 - 1
+_V2_MIN_LENGTH = 49  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD (61) less the offset and length
 
 
 @dataclass(slots=True)
@@ -95,15 +99,16 @@ class KafkaReading:
                 seg.kafka_pieces, self.points, self.bytes, self.interval
             )
 
-    def rebuild_indexes(self) -> None:
+    def rebuild_indexes(self, existing: tuple[bytes, bytes] | None) -> None:
         """The indexes Kafka's recovery writes for what it keeps, where kafka mode will replace
-        the segment's own (cut, wrong or missing indexes); where offsets go back, the rebuild
-        itself may throw as Kafka's does, and Kafka empties the segment."""
+        the segment's own (cut, wrong, missing, or merely other bytes than Kafka's: `existing`,
+        the offset and time index files); where offsets go back, the rebuild itself may throw
+        as Kafka's does, and Kafka empties the segment."""
         seg = self.seg
         rewrite = bool(seg.index_findings) or self.bytes < seg.size or not seg.has_index
         rewrite = rewrite or not seg.has_time_index
         suspect = rewrite or seg.unordered or bool(seg.findings)  # offsets may go back somewhere
-        if suspect and not seg.kafka_pieces and not seg.kafka_invalid_offset:
+        if (suspect or existing) and not seg.kafka_pieces and not seg.kafka_invalid_offset:
             points = self.points
             try:
                 kafka_index = recovery_index_bytes(
@@ -113,6 +118,11 @@ class KafkaReading:
                     UNBOUNDED_INDEX,
                 )
                 seg.kafka_index_entries = len(kafka_index[0]) // 8
+                if existing is not None:
+                    # indexes that agree with the log can still differ from Kafka's rebuild
+                    # (entries a crash lost, another index.interval.bytes)
+                    seg.kafka_index_differs = kafka_index != existing
+                    rewrite = rewrite or seg.kafka_index_differs
                 if rewrite:  # kept only where used, so memory follows the damage
                     seg.kafka_indexes = kafka_index
             except IndexOffsetOverflowError:
@@ -125,6 +135,21 @@ class KafkaReading:
         seg.kafka_valid_bytes = 0 if seg.kafka_invalid_offset else self.bytes
         if seg.kafka_invalid_offset:
             seg.kafka_last_offset = None
+
+
+def kafka_keeps_bad_magic(disk: Disk, path: str, defect: Defect) -> int | None:
+    """A batch with magic 3-127 is read by Kafka as v2 and kept when its CRC holds (the CRC does
+    not cover the magic byte; spec-notes): its size, when that is so at the start of `defect`."""
+    with disk.open(path) as f:
+        head = f.read_at(defect.position, 21)
+        if len(head) < 21:
+            return None
+        length = int.from_bytes(head[8:12], "big", signed=True)
+        size = 12 + length
+        if not 3 <= head[16] <= 127 or length < _V2_MIN_LENGTH or size > defect.length:
+            return None
+        body = f.read_at(defect.position + 21, size - 21)
+    return size if crc32c(body) == int.from_bytes(head[17:21], "big") else None
 
 
 def _piece_index_fails(pieces: list[Piece], points: array, end: int, interval: int) -> int | None:

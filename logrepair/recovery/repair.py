@@ -1,9 +1,14 @@
-"""A whole repair run: lock, finish interrupted runs, scan, plan, quarantine, apply. `repair` and
+"""A whole repair run: lock, settle interrupted runs, scan, plan, quarantine, apply. `repair` and
 `rebuild-index` are both such runs, with different plans.
 
 The quarantine lives beside the log dir, never inside it (Kafka would take a directory there for a
 partition and refuse to start): `<log dir>.logrepair-quarantine/<UTC time>-<mode>/`. With
 `--quarantine ROOT` the runs go under ROOT instead. Each run's directory is what `undo` takes.
+Paths are resolved first, so every path to the same log dir takes the same lock (runs.py).
+
+An I/O error (a full disk, a failing device) stops the run with one line that says the state it
+left: the log dir untouched, or the run journaled with how far it got and how to finish or roll it
+back, and where space is needed.
 """
 
 from __future__ import annotations
@@ -12,20 +17,36 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..storage import layout
-from ..storage.disk import Disk, DiskLock, join, parent_of
+from ..storage.disk import Disk
+from ..storage.logdir import DirLock
 from . import apply, indexes
+from .failures import RepairFailed, io_errors
+from .interrupted import ABANDON, FINISH, REPLAN, Settled, check_interrupted, settle
+from .journal import (
+    DISCARDED,
+    SAVING,
+    Journal,
+    clean_marker,
+    make_dirs_durable,
+    pending,
+    remove_discarded,
+    unmark_pending,
+)
 from .plan import Plan
 from .planner import make_plan
 from .rebuild import plan_rebuild
-from .scan import ROOT_MARKERS, LogDirScan, Progress, classify, scan_path
+from .runs import (
+    RepairRefused,
+    inside,
+    lock_run,
+    log_dir_of,
+    pending_marker,
+    quarantine_roots,
+)
+from .scan import LogDirScan, Progress, classify, scan_path
 from .settings import Settings
 
-QUARANTINE_SUFFIX = ".logrepair-quarantine"
-
-
-class RepairRefused(ValueError):
-    """The repair cannot start safely (a lock is held, the quarantine is inside the log dir)."""
+__all__ = ["RepairRefused", "RepairFailed", "RepairResult", "repair", "rebuild_indexes"]
 
 
 @dataclass(slots=True)
@@ -34,13 +55,19 @@ class RepairResult:
     scan: LogDirScan
     applied: bool = False
     quarantine: str | None = None
-    finished: list[str] = field(default_factory=list)
-    """Interrupted runs this run completed or rolled back first."""
+    settled: list[Settled] = field(default_factory=list)
+    """Interrupted runs this run completed, rolled back or abandoned first."""
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def finished(self) -> list[str]:
+        return [s.describe() for s in self.settled]
 
     @property
     def lost_data(self) -> bool:
-        """Records removed or acknowledged offsets lost (removing only zero padding is not)."""
-        return bool(self.plan.lost)
+        """Records removed or acknowledged offsets lost, by this run's plan or by the interrupted
+        runs it finished (removing only zero padding is not)."""
+        return bool(self.plan.lost) or any(s.lost_data for s in self.settled)
 
     def to_json(self) -> dict:
         return {
@@ -57,26 +84,9 @@ class RepairResult:
             "left": self.plan.left,
             "notes": self.plan.notes,
             "finished_interrupted": self.finished,
+            "interrupted_runs": [s.to_json() for s in self.settled],
+            "warnings": self.warnings,
         }
-
-
-def log_dir_of(disk: Disk, path: str, is_log_dir: bool) -> str | None:
-    """The broker log dir holding PATH, when there is one."""
-    if is_log_dir:
-        return path
-    parent = parent_of(path)
-    names = disk.list_dir(parent) if disk.is_dir(parent) else []
-    return parent if any(n in ROOT_MARKERS for n in names) else None
-
-
-def default_quarantine_root(disk: Disk, path: str, is_log_dir: bool) -> str:
-    owner = log_dir_of(disk, path, is_log_dir) or path
-    return owner.rstrip("/") + QUARANTINE_SUFFIX
-
-
-def _inside(child: str, parent: str) -> bool:
-    child, parent = child.rstrip("/"), parent.rstrip("/")
-    return child == parent or child.startswith(parent + "/")
 
 
 def repair(
@@ -88,6 +98,7 @@ def repair(
     dry_run: bool = False,
     quarantine_root: str | None = None,
     progress: Progress | None = None,
+    interrupted: str = FINISH,
 ) -> RepairResult:
     """Scan, plan in `mode`, quarantine and apply (after finishing interrupted runs)."""
     return _run(
@@ -100,6 +111,7 @@ def repair(
         dry_run=dry_run,
         quarantine_root=quarantine_root,
         progress=progress,
+        interrupted=interrupted,
     )
 
 
@@ -111,6 +123,7 @@ def rebuild_indexes(
     dry_run: bool = False,
     quarantine_root: str | None = None,
     progress: Progress | None = None,
+    interrupted: str = FINISH,
 ) -> RepairResult:
     """`rebuild-index`: every index that disagrees with its log rewritten, as a journaled run.
 
@@ -125,6 +138,7 @@ def rebuild_indexes(
         dry_run=dry_run,
         quarantine_root=quarantine_root,
         progress=progress,
+        interrupted=interrupted,
     )
 
 
@@ -145,76 +159,172 @@ def _run(
     dry_run: bool,
     quarantine_root: str | None,
     progress: Progress | None,
+    interrupted: str,
 ) -> RepairResult:
-    """The run every plan goes through: lock, finish interrupted runs, scan, plan, quarantine,
+    """The run every plan goes through: lock, settle interrupted runs, scan, plan, quarantine,
     apply. `name` labels the run's quarantine directory."""
-    path = path.rstrip("/") or "/"
+    path = disk.real_path(path)
     is_log_dir = classify(disk, path)
-    owner = log_dir_of(disk, path, is_log_dir)
-    root = quarantine_root or default_quarantine_root(disk, path, is_log_dir)
-    for protected in (path, owner):
-        if protected is not None and _inside(root, protected):
+    roots = quarantine_roots(disk, path, is_log_dir, quarantine_root)
+    root = roots[-1]
+    for protected in (path, log_dir_of(disk, path, is_log_dir)):
+        if protected is not None and inside(root, protected):
             raise RepairRefused(
                 f"quarantine {root} is inside {protected}; Kafka would take it for a partition"
             )
-    lock = lock_log_dir(disk, owner or path)
+    with io_errors("taking the lock", "nothing was changed"):
+        lock = lock_run(disk, path, is_log_dir)
     try:
-        finished: list[str] = []
-        pending = apply.pending(disk, root, path)
-        for journal in pending:
-            if journal.state == apply.UNDOING:
-                raise RepairRefused(
-                    f"the undo of {journal.qdir} was interrupted: run `logrepair undo "
-                    f"{journal.qdir}` to finish it first"
-                )
-        if not dry_run:
-            apply.remove_discarded(disk, root)
-            for journal in pending:
-                finished.append(apply.finish(journal, indexes.rebuild))
-        scan = scan_path(disk, path, settings, progress)
+        marker = pending_marker(disk, path, is_log_dir)
+        with io_errors("reading the journals of earlier runs", "nothing was changed"):
+            unfinished = pending(disk, roots, path, marker)
+        settled, notes = _settle(disk, roots, marker, unfinished, interrupted, lock, dry_run)
+        with io_errors(
+            "scanning",
+            "nothing was changed" if not settled else "nothing but the interrupted runs settled",
+        ):
+            scan = scan_path(disk, path, settings, progress)
         plan = make(scan)
-        for journal in pending if dry_run else []:
-            plan.notes.append(
-                f"an interrupted repair in {journal.qdir} ({journal.state}) will be "
-                f"{'rolled back' if journal.state == apply.SAVING else 'completed'} first; this "
-                "plan is what remains after that as the log dir looks now"
-            )
-        result = RepairResult(plan, scan, finished=finished)
+        plan.notes += notes
+        result = RepairResult(plan, scan, settled=settled)
         if dry_run or not plan.actions:
             return result
-        qdir = _new_run_dir(disk, root, name)
-        summary = {
-            "removed_bytes": plan.removed_bytes,
-            "removed_offsets": [list(r) for r in plan.removed_offsets],
-            "gaps": [list(g) for g in plan.gaps],
-            "partitions": [p.to_json() for p in plan.partitions],
-            "notes": plan.notes,
-        }
-        journal = apply.start(
-            disk, plan, qdir, summary, max_batch_sizes=batch_caps(scan), validated=validated
-        )
-        apply.run(journal, indexes.rebuild)
+        journal = _start(disk, plan, scan, root, name, validated, lock.created, marker)
+        result.warnings = list(journal.data["warnings"])
+        with io_errors(
+            "applying",
+            lambda: (
+                f"the run is journaled in {journal.qdir} with "
+                f"{journal.data['applied']} of {len(plan.actions)} actions applied: re-run the "
+                f"same command to finish it, or `logrepair undo {journal.qdir}` to roll it back"
+            ),
+            on_full=lambda: space_needed(plan, root),
+        ):
+            apply.run(journal, indexes.rebuild)
         result.applied = True
-        result.quarantine = qdir
+        result.quarantine = journal.qdir
         return result
     finally:
-        if lock is not None:
-            lock.release()
+        lock.release()
 
 
-def lock_log_dir(disk: Disk, log_dir: str) -> DiskLock | None:
-    """Kafka's `.lock`, held for the whole run. Only an existing file is locked: a broker always
-    has one, and creating it would leave a file the repair did not account for."""
-    lock_path = join(log_dir, layout.LOCK_FILE)
-    if not disk.exists(lock_path):
-        return None
-    return disk.lock(lock_path)
+def _settle(
+    disk: Disk,
+    roots: list[str],
+    marker: str,
+    unfinished: list[Journal],
+    how: str,
+    lock: DirLock,
+    dry_run: bool,
+) -> tuple[list[Settled], list[str]]:
+    """The interrupted runs on the log dir, settled `how` (interrupted.py) before this run scans,
+    with notes for those no run can settle any more (their run dir removed by hand); a dry run
+    only says what would happen (or why it cannot), as notes."""
+    if dry_run:
+        try:
+            check_interrupted(unfinished, how)
+        except RepairRefused as e:
+            return [], [str(e)]
+        return [], [_dry_run_note(journal, how) for journal in unfinished]
+    check_interrupted(unfinished, how)
+    with io_errors(
+        "settling the interrupted runs",
+        "they stay journaled: re-run the same command once the error is fixed",
+    ):
+        for r in roots:
+            remove_discarded(disk, r)
+        settled = settle(unfinished, how, indexes.rebuild)
+        gone = clean_marker(disk, marker)
+    # a run that died holding a `.lock` it had created left it there: this run removes it
+    lock.created = lock.created or any(j.data.get("lock_created") for j in unfinished)
+    return settled, gone
+
+
+def _dry_run_note(journal: Journal, how: str) -> str:
+    if journal.state == SAVING:
+        what = "rolled back (it had changed nothing)"
+    else:
+        what = {FINISH: "completed", ABANDON: "rolled back", REPLAN: "abandoned"}[how]
+    return (
+        f"an interrupted repair in {journal.qdir} ({journal.state}) will be {what} first; this "
+        "plan is what remains after that as the log dir looks now"
+    )
+
+
+def _start(
+    disk: Disk,
+    plan: Plan,
+    scan: LogDirScan,
+    root: str,
+    name: str,
+    validated: bool,
+    lock_created: bool,
+    marker: str,
+) -> Journal:
+    """The run's quarantine, with everything the plan removes or replaces saved in it; on an
+    I/O error the partial quarantine is discarded (by the next run, if this one cannot)."""
+    summary = {
+        "removed_bytes": plan.removed_bytes,
+        "removed_offsets": [list(r) for r in plan.removed_offsets],
+        "gaps": [list(g) for g in plan.gaps],
+        "partitions": [p.to_json() for p in plan.partitions],
+        "notes": plan.notes,
+    }
+    apply.refuse_unwritable(disk, plan)
+    untouched = "the log dir is untouched (nothing was applied)"
+    with io_errors("creating the quarantine", untouched, on_full=lambda: space_needed(plan, root)):
+        qdir = _new_run_dir(disk, root, name)
+    with io_errors(
+        "saving what the plan removes", untouched, on_full=lambda: space_needed(plan, root)
+    ):
+        try:
+            return apply.start(
+                disk,
+                plan,
+                qdir,
+                summary,
+                max_batch_sizes=batch_caps(scan),
+                validated=validated,
+                lock_created=lock_created,
+                marker=marker,
+            )
+        except OSError:
+            _drop_partial(disk, qdir, root, marker)
+            raise
+
+
+def _drop_partial(disk: Disk, qdir: str, root: str, marker: str) -> None:
+    """Removes what a failed start left of a run's quarantine (and its name in the pending-runs
+    marker), as far as the disk lets it; what remains (`saving`, or `.discarded`) the next run
+    removes."""
+    try:
+        unmark_pending(disk, marker, qdir, tmp=Journal(disk, qdir, {}).temp_name(marker))
+        if disk.exists(qdir):
+            disk.rename(qdir, qdir + DISCARDED)
+        remove_discarded(disk, root)
+    except OSError:
+        pass
+
+
+def space_needed(plan: Plan, quarantine: str) -> str:
+    """What the run needs free: the quarantine holds every removed tail and replaced file (zero
+    runs excepted), the log dir the segments split out and the files written anew."""
+    removed = sum(a.removed_bytes for a in plan.actions)
+    written = sum((a.length or 0) for a in plan.actions if a.action == "split") + sum(
+        len(a.content or b"") for a in plan.actions if a.action == "write_file"
+    )
+    return (
+        f"the quarantine under {quarantine} needs up to {removed:,} bytes for what the plan "
+        f"removes plus the files it replaces, and the log dir about {written:,} bytes for new "
+        "segments and files (more for rebuilt indexes); free space or pass --quarantine DIR on "
+        "another filesystem"
+    )
 
 
 def _new_run_dir(disk: Disk, root: str, mode: str) -> str:
-    apply.make_dirs_durable(disk, root)
+    make_dirs_durable(disk, root)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    base = join(root, f"{stamp}-{mode}")
+    base = f"{root.rstrip('/')}/{stamp}-{mode}"
     candidate, n = base, 1
     while disk.exists(candidate):
         n += 1

@@ -28,7 +28,7 @@ from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 from .findings import Finding
 from .index_checks import SegmentIndexChecks
 from .indexes import batch_header
-from .kafka_reading import INT_MAX, KafkaReading, Piece
+from .kafka_reading import INT_MAX, KafkaReading, Piece, kafka_keeps_bad_magic
 
 _TXN_MARKER = TRANSACTIONAL_MASK | CONTROL_MASK
 _NEVER = 2**63
@@ -74,10 +74,14 @@ class SegmentScan:
     has_txn_index: bool = False
     txn_corrupt_for_kafka: bool = False
     """`TransactionIndex.sanityCheck` fails: Kafka rebuilds the segment at load."""
+    txn_kafka_fatal: str | None = None
+    """Set with the above when the check throws a KafkaException instead: start-up aborts."""
     txn_entries: list[tuple[int, int, int, int]] = field(default_factory=list)
     """The `.txnindex` entries (producer id, first offset, last offset, last stable offset)."""
     has_txn_markers: bool = False
     """A transaction's COMMIT or ABORT marker is among the batches Kafka's recovery reads."""
+    has_txn_batches: bool = False
+    """A transactional batch (data or marker) is among the batches Kafka's recovery reads."""
     max_timestamp: int = -1
     misnamed: bool = False
     """The first batch lies below the base offset in the name (`segment_name_mismatch`)."""
@@ -105,6 +109,8 @@ class SegmentScan:
     emptied segment's indexes say what it held."""
     kafka_index_entries: int = 0
     """Entries of the offset index Kafka's recovery would write (0 when not computed)."""
+    kafka_index_differs: bool = False
+    """The indexes agree with the log but are not the bytes Kafka's recovery writes."""
 
     @property
     def first_offset(self) -> int | None:
@@ -159,7 +165,7 @@ def scan_segment(
     `deep` decodes every record (decompression capped as the dump caps it): a batch whose records
     fail is a finding of a CRC-valid kind, which Kafka's recovery keeps and a consumer stops at."""
     seg = SegmentScan(base_offset, name, disk.size(path))
-    index_checks = SegmentIndexChecks(disk, seg, index_paths)
+    index_checks = SegmentIndexChecks(disk, seg, index_paths, active=next_base is None)
     kafka = KafkaReading(seg, index_interval_bytes)
     strict = _StrictReading(
         seg, previous_last_offset, next_base, previous_max_epoch, message_max_bytes
@@ -168,7 +174,7 @@ def scan_segment(
     strict.finish()
     kafka.finish()
     index_checks.finish(disk)
-    kafka.rebuild_indexes()
+    kafka.rebuild_indexes(index_checks.raw())
     return seg
 
 
@@ -201,7 +207,10 @@ def _read_batches(
             strict.defect(item)
             if not kafka.on:
                 continue
-            if item.kind not in CRC_VALID_KINDS:
+            # (a bad magic that runs to the end of the file is named `garbage_tail`)
+            bad_magic = item.kind in ("bad_magic", "garbage_tail")
+            kept = kafka_keeps_bad_magic(disk, path, item) if bad_magic else None
+            if item.kind not in CRC_VALID_KINDS and kept is None:
                 kafka.on = False
                 continue
             # A batch whose CRC holds: Kafka's recovery keeps it (spec fmt §2.9) and goes through
@@ -209,15 +218,21 @@ def _read_batches(
             header = batch_header(disk, path, item.position)
             position, first = item.position, header.base_offset
             last = java_long(header.last_offset)
-            kafka.batch(position, first, last, item.length, header.max_timestamp)
+            size = item.length if kept is None else kept
+            kafka.batch(position, first, last, size, header.max_timestamp)
+            if size < item.length:
+                kafka.on = False  # Kafka reads on past the batch, into what the walker skipped
         else:
             position = item.position
             first = item.base_offset
             if cls is RecordBatch:
                 size = len(item.raw)
                 last = strict_last = first + item.last_offset_delta
-                if item.attributes & _TXN_MARKER == _TXN_MARKER and kafka.on:
-                    seg.has_txn_markers = True
+                attributes = item.attributes
+                if attributes & TRANSACTIONAL_MASK and kafka.on:
+                    seg.has_txn_batches = True
+                    if attributes & _TXN_MARKER == _TXN_MARKER:
+                        seg.has_txn_markers = True
                 if last > INT64_MAX:  # the strict reading calls it `offset_invalid`
                     last = java_long(last)
             else:

@@ -214,13 +214,14 @@ def check_leader_epochs(p: PartitionScan) -> None:
             )
             break
         prev = (epoch, start)
-    beyond = [(e, s) for e, s in p.leader_epochs if s >= leo]
+    # An entry at the log end is what a leader election with nothing written since leaves.
+    beyond = [(e, s) for e, s in p.leader_epochs if s > leo]
     if beyond and p.left_alone is None:
         p.findings.append(
             Finding(
                 "leader_epoch_beyond_end",
                 file,
                 offset=beyond[0][1],
-                detail=f"epochs {[e for e, _ in beyond]} start at or past the log end {leo}",
+                detail=f"epochs {[e for e, _ in beyond]} start past the log end {leo}",
             )
         )

@@ -1,32 +1,42 @@
-"""`undo`: put back, byte for byte, everything a repair run changed.
+"""`undo`: put back, byte for byte, everything a repair run changed — or, for a run interrupted
+while applying, everything it had applied (its roll-back).
 
 Works from the run's manifest alone, in reverse action order. Before touching anything it checks
-that the log dir still looks as the repair left it (every file the repair touched at the size and
-CRC it left, no file come or gone in the directories it touched), so an undo never mixes with
-later broker writes or overwrites newer bytes.
+that the log dir is as the run left it (logdir_state.py), so an undo never mixes with later broker
+writes or overwrites newer bytes.
 
 Undo is journaled like apply: the manifest goes to `undoing` before the first change and counts
 the steps done (`undo_progress`), each made durable before it is counted. A crash during undo is
 finished by running undo again, which resumes at the first uncounted step; each step is
-idempotent, so redoing the one the crash interrupted is safe. A repair refuses to run on a log dir
-whose undo is unfinished.
+idempotent, and safe on an action a crash interrupted or never reached, so redoing the one the
+crash interrupted is safe. A repair refuses to run on a log dir whose undo is unfinished.
+
+What it did is said per file, in the order of the log dir's files as the repair met them:
+`restored` (bytes put back in a file the repair cut or rewrote), `removed` (a file the repair
+created), `put back` (a file the repair moved into the quarantine), `renamed back`.
 """
 
 from __future__ import annotations
 
-from ..storage.disk import Disk, DiskLock, parent_of
-from .apply import (
+from dataclasses import dataclass, field
+
+from ..storage.disk import Disk, parent_of
+from . import logdir_state
+from .copies import copy_range, file_state, move_file, write_sparse
+from .failures import io_errors
+from .journal import (
+    ABANDONED,
+    APPLYING,
     DONE,
+    SAVING,
     UNDOING,
     UNDONE,
     Journal,
     JournalError,
-    _move,
-    copy_range,
-    file_state,
-    made_files,
+    clean_marker,
+    discard,
 )
-from .repair import lock_log_dir, log_dir_of
+from .runs import lock_run
 from .scan import NotALogDir, classify
 
 
@@ -34,54 +44,155 @@ class UndoRefused(JournalError):
     """The log dir changed since the repair; undoing would destroy newer data."""
 
 
-def undo(disk: Disk, qdir: str) -> list[str]:
+@dataclass(slots=True)
+class UndoResult:
+    journal: Journal
+    files: list[tuple[str, str]] = field(default_factory=list)
+    """(what was done: restored | removed | put back | renamed back, file), in forward order."""
+    notes: list[str] = field(default_factory=list)
+
+    def lines(self) -> list[str]:
+        out = list(self.notes)
+        for done, rel in self.files:
+            out.append(
+                f"{done} {rel}" if done != "removed" else f"removed {rel} (created by the repair)"
+            )
+        out.append(self.summary())
+        return out
+
+    def summary(self) -> str:
+        counts = {}
+        for done, _ in self.files:
+            counts[done] = counts.get(done, 0) + 1
+        parts = [f"{n} {done}" for done, n in counts.items()] or ["nothing left to change"]
+        what = (
+            "the applied part of the interrupted repair"
+            if self.journal.data.get("rolled_back")
+            else "the repair"
+        )
+        return (
+            f"undone: {', '.join(parts)}; {self.journal.target} is as it was before {what} "
+            f"in {self.journal.qdir}"
+        )
+
+    def to_json(self) -> dict:
+        return {
+            "quarantine": self.journal.qdir,
+            "target": self.journal.target,
+            "files": [{"file": rel, "done": done} for done, rel in self.files],
+            "notes": self.notes,
+            "summary": self.summary(),
+        }
+
+
+def undo(disk: Disk, qdir: str) -> UndoResult:
     """Restores the pre-repair state recorded in quarantine `qdir` (or finishes an interrupted
-    undo of it); returns what this call did. Holds the log dir's `.lock` while it works."""
+    undo of it, or rolls back the applied part of an interrupted repair). Holds the run's lock."""
     journal = Journal.load(disk, qdir)
+    result = UndoResult(journal)
     if journal.state == UNDONE:
-        return []
-    if journal.state not in (DONE, UNDOING):
+        if journal.data.get("marker"):  # a crash may have come before the unmarking
+            clean_marker(disk, journal.data["marker"])
+        return result
+    if journal.state == SAVING:
+        lock = _lock(disk, journal.target)
+        try:
+            discard(journal)
+        finally:
+            lock.release()
+        result.notes.append(
+            f"the repair recorded in {qdir} was interrupted before it changed anything; its "
+            "quarantine is removed"
+        )
+        return result
+    if journal.state == APPLYING and journal.version < 3:
         raise JournalError(
-            f"the repair recorded in {qdir} is {journal.state}: run `logrepair repair` on "
+            f"the repair recorded in {qdir} was interrupted, and its journal (version "
+            f"{journal.version}) does not say how far it got: run `logrepair repair` on "
             f"{journal.target} to finish it first"
+        )
+    if journal.state == ABANDONED:
+        raise JournalError(
+            f"the repair recorded in {qdir} was interrupted and then abandoned by a later run "
+            "(--replan): what it applied stays, and its quarantine keeps every byte it removed "
+            "(blobs/, files/, as its manifest lists them)"
         )
     if not disk.is_dir(journal.target):
         raise UndoRefused(f"{journal.target}: the repaired directory is gone")
-    lock = _lock(disk, journal.target)
+    with io_errors("taking the lock", "nothing was changed"):
+        lock = _lock(disk, journal.target)
+    # a run that died holding a `.lock` it had created left it: its roll-back removes it
+    lock.created = lock.created or bool(journal.data.get("lock_created"))
     try:
-        return _undo(journal)
+        with io_errors("undoing", lambda: _state_after_error(journal)):
+            _undo(journal, result)
     finally:
-        if lock is not None:
-            lock.release()
+        lock.release()
+    return result
 
 
-def _undo(journal: Journal) -> list[str]:
+def _state_after_error(journal: Journal) -> str:
+    if journal.state != UNDOING:
+        return "nothing was changed"
+    steps = journal.data.get("rolled_back", len(journal.data["actions"]))
+    return (
+        f"the undo is journaled in {journal.qdir} with {journal.data.get('undo_progress', 0)} of "
+        f"{steps} steps done: run `logrepair undo {journal.qdir}` again to finish it (a repair "
+        "refuses to run until then)"
+    )
+
+
+def check_rollback(journal: Journal) -> None:
+    """Refuses (UndoRefused, LogDirChanged) unless the log dir is as the run left it and the
+    quarantine holds every copy the undo needs."""
+    logdir_state.check(journal, what="refusing to undo")
+    _check_quarantine(journal)
+
+
+def roll_back(journal: Journal) -> UndoResult:
+    """The undo of a run interrupted while applying, by a repair that holds the lock."""
+    result = UndoResult(journal)
+    _undo(journal, result)
+    return result
+
+
+def _undo(journal: Journal, result: UndoResult) -> None:
     entries = journal.data["actions"]
-    done: list[str] = []
-    if journal.state == DONE:
-        _check(journal, entries)
+    if journal.state in (DONE, APPLYING):
+        check_rollback(journal)
+        if journal.state == APPLYING:
+            # the action a crash interrupted is undone too: its undo is safe however far it got
+            journal.data["rolled_back"] = min(journal.data.get("applied", 0) + 1, len(entries))
         journal.data["undo_progress"] = 0
         journal.set_state(UNDOING)
     else:
-        done.append(f"finishing the interrupted undo of {journal.qdir}")
-    steps = list(reversed(entries))
+        result.notes.append(f"finishing the interrupted undo of {journal.qdir}")
+    steps = list(reversed(entries[: journal.data.get("rolled_back", len(entries))]))
+    done: list[list[tuple[str, str]]] = []
     for n in range(journal.data.get("undo_progress", 0), len(steps)):
-        done += _undo_step(journal, steps[n], entries)
-        journal.data["undo_progress"] = n + 1
-        journal.write()
+        done.append(_undo_step(journal, steps[n], entries))
+        journal.progress({"undo_progress": n + 1})
     journal.set_state(UNDONE)
-    return done
+    for step in reversed(done):
+        result.files += step
 
 
-def _undo_step(journal: Journal, entry: dict, entries: list[dict]) -> list[str]:
-    """Reverses one action and makes that durable; safe to run again after a crash inside it."""
+def _undo_step(journal: Journal, entry: dict, entries: list[dict]) -> list[tuple[str, str]]:
+    """Reverses one action and makes that durable; safe to run again after a crash inside it,
+    and on an action that never ran or stopped half way."""
     disk = journal.disk
     kind = entry["action"]
     path = journal.t(entry["file"])
     saved = entry.get("saved", {})
     if kind == "truncate":
-        size = _restore_tail(journal, entry)
-        return [f"restored {size} bytes at the end of {entry['file']}"]
+        temp = journal.temp_name(path)
+        if disk.exists(temp):  # a copy-on-cut the crash interrupted
+            disk.unlink(temp)
+            disk.fsync_dir(parent_of(path))
+        if disk.exists(path) and disk.size(path) >= saved["original_size"]:
+            return []  # never cut
+        _restore_tail(journal, entry)
+        return [("restored", entry["file"])]
     if kind == "split":
         to = journal.t(entry["to"])
         cut = [e["size"] for e in entries if e["action"] == "truncate" and e["file"] == entry["to"]]
@@ -90,47 +201,66 @@ def _undo_step(journal: Journal, entry: dict, entries: list[dict]) -> list[str]:
                 f.truncate(cut[0])
                 f.fsync()
             return []
-        if disk.exists(to):
-            disk.unlink(to)
-            disk.fsync_dir(parent_of(to))
-        return [f"removed {entry['to']}"]
+        if not disk.exists(to):
+            return []
+        disk.unlink(to)
+        disk.fsync_dir(parent_of(to))
+        return [("removed", entry["to"])]
     if kind == "delete":
         source = journal.q(saved["moved_to"])
-        if disk.exists(source):
-            _move(disk, source, path)
-            disk.fsync_dir(parent_of(path))
-            disk.fsync_dir(parent_of(source))
-        elif not disk.exists(path):
+        if not disk.exists(source):
+            if disk.exists(path):
+                return []  # never moved (or already put back)
             raise UndoRefused(f"the quarantined copy of {entry['file']} is missing")
-        return [f"put back {entry['file']}"]
+        move_file(disk, source, path)
+        disk.fsync_dir(parent_of(path))
+        disk.fsync_dir(parent_of(source))
+        return [("put back", entry["file"])]
     if kind == "rename":
         to = journal.t(entry["to"])
-        if disk.exists(to):
-            disk.rename(to, path)
-            disk.fsync_dir(parent_of(path))
-        return [f"renamed {entry['to']} back to {entry['file']}"]
+        if not disk.exists(to) or disk.exists(path):
+            return []  # never renamed (or already back)
+        disk.rename(to, path)
+        disk.fsync_dir(parent_of(path))
+        disk.fsync_dir(parent_of(to))
+        return [("renamed back", f"{entry['to']} to {entry['file']}")]
     if kind == "flush":
         return []  # an fsync changes no bytes
-    lines = []
-    for prev in saved["previous"]:
+    return _restore_previous(journal, saved["previous"])
+
+
+def _restore_previous(journal: Journal, previous: list[dict]) -> list[tuple[str, str]]:
+    """Files an action wrote whole: each put back from its saved copy through a name only this
+    run uses, or removed if the repair created it. A file already as it was is left alone."""
+    disk = journal.disk
+    out = []
+    for prev in previous:
         p = journal.t(prev["file"])
+        temp = journal.temp_name(p)
+        if disk.exists(temp):
+            disk.unlink(temp)
         if prev["blob"] is None:
-            if disk.exists(p):
-                disk.unlink(p)
+            if not disk.exists(p):
+                continue
+            disk.unlink(p)
+            out.append(("removed", prev["file"]))
         else:
             blob = journal.q(prev["blob"])
-            copy_range(disk, blob, 0, disk.size(blob), p + ".undo")
-            disk.rename(p + ".undo", p)
+            if file_state(disk, p) == file_state(disk, blob):
+                continue
+            copy_range(disk, blob, 0, disk.size(blob), temp)
+            disk.rename(temp, p)
+            out.append(("restored", prev["file"]))
         disk.fsync_dir(parent_of(p))
-        lines.append(f"restored {prev['file']}")
-    return lines
+    return out
 
 
-def _restore_tail(journal: Journal, entry: dict) -> int:
+def _restore_tail(journal: Journal, entry: dict) -> None:
     """Writes the cut tail back: saved bytes from the blob, moved ranges from their segments.
 
     Writes at fixed positions from sources that outlive this step (the segments a split made are
-    removed by a later step), so running it again rewrites the same bytes."""
+    removed by a later step), so running it again rewrites the same bytes; zero blocks are left
+    as holes past the cut and the length set at the end, as the quarantine keeps them."""
     disk = journal.disk
     saved = entry["saved"]
     moved = {pos: (length, to) for pos, length, to in entry.get("moved") or []}
@@ -138,7 +268,9 @@ def _restore_tail(journal: Journal, entry: dict) -> int:
     blob_at = 0
     position = entry["size"]
     end = saved["original_size"]
+    buf = bytearray(8 << 20)
     with disk.open(journal.t(entry["file"]), write=True) as dst:
+        dst.truncate(entry["size"])  # what an earlier try wrote goes; holes read as zeros again
         while position < end:
             if position in moved:
                 length, to = moved[position]
@@ -150,82 +282,63 @@ def _restore_tail(journal: Journal, entry: dict) -> int:
             with disk.open(source) as src:
                 done = 0
                 while done < length:
-                    chunk = src.read_at(at + done, min(8 << 20, length - done))
-                    if not chunk:
+                    done += max(0, min(length, src.data_from(at + done) - at) - done)  # a hole
+                    if done >= length:
+                        break
+                    n = src.read_into(at + done, memoryview(buf)[: min(len(buf), length - done)])
+                    if n <= 0:
                         raise UndoRefused(f"{source} is shorter than the repair left it")
-                    dst.write_at(position + done, chunk)
-                    done += len(chunk)
+                    write_sparse(dst, position + done, memoryview(buf)[:n])
+                    done += n
             position += length
+        dst.truncate(end)
         dst.fsync()
-    return end - entry["size"]
 
 
-def _check(journal: Journal, entries: list[dict]) -> None:
-    """Refuses (UndoRefused) unless the log dir is as the repair left it."""
+def _check_quarantine(journal: Journal) -> None:
+    """Refuses (UndoRefused) unless every copy the undo needs is in the quarantine; a version 1
+    journal, which recorded no state, also gets the checks of the log dir it knew."""
     disk = journal.disk
-    left = journal.data.get("left")
-    if left is not None:  # recorded since manifest version 2
-        for rel, state in left["files"].items():
-            now = file_state(disk, journal.t(rel))
-            if now != state:
-                raise UndoRefused(f"{rel} {_change(state, now)} since the repair; refusing to undo")
-        for d, names in left["dirs"].items():
-            now = set(disk.list_dir(journal.t(d) if d else journal.target))
-            if now != set(names):
-                came, went = sorted(now - set(names)), sorted(set(names) - now)
-                what = "; ".join(
-                    [f"{', '.join(came)} appeared"] * bool(came)
-                    + [f"{', '.join(went)} went"] * bool(went)
-                )
-                raise UndoRefused(
-                    f"{d or journal.target}: {what} since the repair; refusing to undo"
-                )
-    for n, entry in enumerate(entries):
-        kind = entry["action"]
-        rel = entry["file"]
+    entries = journal.data["actions"]
+    legacy = logdir_state.expected(journal) is None
+    for n, entry in enumerate(entries[: journal.data.get("applied", len(entries))]):
+        kind, rel = entry["action"], entry["file"]
         path = journal.t(rel)
-        moved_later = any(
-            (e["action"] == "delete" and e["file"] == rel)
-            or (e["action"] == "split" and e.get("to") == rel)
-            for e in entries[n + 1 :]
-        )
-        if kind == "truncate" and not moved_later:
-            # A later split or segment may have re-created content; only the size matters here.
+        if kind == "delete":
+            if not disk.exists(journal.q(entry["saved"]["moved_to"])):
+                raise UndoRefused(f"the quarantined copy of {rel} is missing")
+            if legacy and disk.exists(path) and not _recreated_by_plan(entries, rel):
+                raise UndoRefused(f"{rel} exists again; refusing to undo")
+        if not legacy:
+            continue
+        if kind == "truncate" and not _moved_later(entries, n, rel):
             if not disk.exists(path) or disk.size(path) != entry["size"]:
                 raise UndoRefused(f"{rel} is no longer {entry['size']} bytes; refusing to undo")
         if kind == "truncate":
             for _, length, to in entry.get("moved") or []:
                 if not disk.exists(journal.t(to)) or disk.size(journal.t(to)) != length:
                     raise UndoRefused(f"{to} is no longer as the repair left it; refusing to undo")
-        elif kind == "delete":
-            if disk.exists(path) and not _recreated_by_plan(entries, rel):
-                raise UndoRefused(f"{rel} exists again; refusing to undo")
-            if not disk.exists(journal.q(entry["saved"]["moved_to"])):
-                raise UndoRefused(f"the quarantined copy of {rel} is missing")
-        elif kind == "rename":
-            if not disk.exists(journal.t(entry["to"])):
-                raise UndoRefused(f"{entry['to']} is gone; refusing to undo")
+        elif kind == "rename" and not disk.exists(journal.t(entry["to"])):
+            raise UndoRefused(f"{entry['to']} is gone; refusing to undo")
 
 
-def _change(before: list[int] | None, now: list[int] | None) -> str:
-    if now is None:
-        return "was removed"
-    if before is None:
-        return "appeared"
-    if now[0] != before[0]:
-        return f"went from {before[0]} to {now[0]} bytes"
-    return "was rewritten"
+def _moved_later(entries: list[dict], n: int, rel: str) -> bool:
+    return any(
+        (e["action"] == "delete" and e["file"] == rel)
+        or (e["action"] == "split" and e.get("to") == rel)
+        for e in entries[n + 1 :]
+    )
 
 
 def _recreated_by_plan(entries: list[dict], rel: str) -> bool:
     """A file the repair moved away and then wrote anew (a rebuilt index, a swap renamed in)."""
-    return any(rel in made_files(e) for e in entries)
+    return any(rel in logdir_state.made_files(e) for e in entries)
 
 
-def _lock(disk: Disk, target: str) -> DiskLock | None:
-    """The `.lock` of the log dir holding `target`, as a repair takes it: no broker may run."""
+def _lock(disk: Disk, target: str):
+    """The lock a repair of `target` takes: no broker, and no other run, may work there."""
     try:
         is_log_dir = classify(disk, target)
     except NotALogDir:
         is_log_dir = False
-    return lock_log_dir(disk, log_dir_of(disk, target, is_log_dir) or target)
+    return lock_run(disk, target, is_log_dir)

@@ -58,6 +58,11 @@ class DiskFile(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
+    def data_from(self, position: int) -> int:
+        """The first position at or after `position` that may hold data (`SEEK_DATA`): everything
+        between reads as zeros, a hole a copy can skip. This default knows of no holes."""
+        return position
+
     def __enter__(self) -> DiskFile:
         return self
 
@@ -115,6 +120,20 @@ class Disk(ABC):
 
         Raises `LockHeld` when another process holds it."""
 
+    @abstractmethod
+    def lock_owner(self, path: str) -> int | None:
+        """The process id of another process holding the lock on `path` (as `lock` takes it),
+        None when no other process does or `path` does not exist. Takes no lock itself."""
+
+    @abstractmethod
+    def links(self, path: str) -> int:
+        """How many directory entries name the file at `path` (hard links; 1 for most files)."""
+
+    @abstractmethod
+    def real_path(self, path: str) -> str:
+        """`path` absolute, with `.`, `..` and symbolic links resolved: one name per directory,
+        whatever path named it."""
+
     # What a name is, without opening it: a FIFO where a segment should be would block an open
     # for reading forever, so scans check the type first. Implementations without such objects
     # (the simulator's) keep these defaults.
@@ -143,9 +162,10 @@ class Disk(ABC):
         with self.open(path) as f:
             return f.read_at(0, f.size())
 
-    def write_file_atomic(self, path: str, data: bytes) -> None:
-        """Kafka's checkpoint write: `<path>.tmp`, fsync, rename over `path`, fsync the directory."""
-        tmp = path + ".tmp"
+    def write_file_atomic(self, path: str, data: bytes, *, tmp: str | None = None) -> None:
+        """Kafka's checkpoint write: `<path>.tmp` (or `tmp`), fsync, rename over `path`, fsync the
+        directory."""
+        tmp = tmp or path + ".tmp"
         with self.open(tmp, create=True) as f:
             f.truncate(0)
             f.write_at(0, data)

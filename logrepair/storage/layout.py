@@ -241,13 +241,15 @@ def _classify_kraft_snapshot(name: str) -> FileName | None:
 def classify_log_dir_file(name: str) -> FileName:
     """Classifies a regular file at a log directory's root (spec fmt §5.3).
 
-    Kafka ignores regular files there, so none of them blocks loading."""
+    Kafka ignores regular files there, so none of them blocks loading. `bootstrap.checkpoint` is
+    written by `kafka-storage format` at the root of the metadata log dir (Kafka 4.1 does so)."""
     tmp = name.endswith(TMP_SUFFIX)
     base = name[: -len(TMP_SUFFIX)] if tmp else name
     kind = {
         LOCK_FILE: FileKind.LOCK,
         CLEAN_SHUTDOWN_FILE: FileKind.CLEAN_SHUTDOWN,
         META_PROPERTIES_FILE: FileKind.META_PROPERTIES,
+        BOOTSTRAP_CHECKPOINT_FILE: FileKind.BOOTSTRAP_CHECKPOINT,
         **dict.fromkeys(OFFSET_CHECKPOINTS, FileKind.OFFSET_CHECKPOINT),
     }.get(base)
     if kind is None or (tmp and kind in (FileKind.LOCK, FileKind.CLEAN_SHUTDOWN)):

@@ -256,6 +256,11 @@ class Log:
         hw = lso if high_watermark is None else min(max(high_watermark, lso), leo)
         epoch_entries = read_epoch_checkpoint(disk, dir)
         producer_state, snapshot_offset = load_producer_state(disk, dir, snapshots, lso, leo)
+        if snapshot_offset < 0 and recovery_point is not None:
+            # An unclean start without a snapshot: Kafka's rebuildProducerState replays the log
+            # from its start (only a clean shutdown may skip that), or open transactions and
+            # producer sequences would be forgotten.
+            producer_state = ProducerState(lso)
         self = cls(
             disk,
             dir,
@@ -998,12 +1003,20 @@ class Log:
     def collect_aborted_transactions(
         self, start_offset: int, upper_bound_offset: int
     ) -> list[AbortedTxn]:
-        """The aborted transactions overlapping [start, upper bound), from every segment's txn index."""
-        return [
-            txn
-            for s in self._segments_in_range(start_offset, upper_bound_offset)
-            for txn in s.collect_aborted_txns(start_offset, upper_bound_offset)
-        ]
+        """The aborted transactions overlapping [start, upper bound), as Kafka's fetch collects
+        them: from the segment holding `start_offset` on, through later segments too (an abort
+        is indexed in the segment of its marker, which may lie past the upper bound), until an
+        entry whose last stable offset reaches the upper bound says the search is complete."""
+        segments, bases = self._list
+        first = max(0, bisect.bisect_right(bases, start_offset) - 1)
+        out = []
+        for segment in segments[first:]:
+            for txn in segment.txn_index.iter_entries():
+                if txn.last_offset >= start_offset and txn.first_offset < upper_bound_offset:
+                    out.append(txn)
+                if txn.last_stable_offset >= upper_bound_offset:
+                    return out
+        return out
 
     # --- close -----------------------------------------------------------------------------------
 
@@ -1031,6 +1044,13 @@ class Log:
                 self._closed = True
                 for segment in (*self._list.segments, *self._retired):
                     segment.close_handlers()
+
+    def abandon(self) -> None:
+        """Closes the files without flushing anything (a killed process); the log is unusable."""
+        with self._lock:
+            self._closed = True
+            for segment in (*self._list.segments, *self._retired):
+                segment.close_handlers()
 
     def __enter__(self) -> Log:
         return self

@@ -136,6 +136,43 @@ def classify_path(disk: Disk, path: str) -> PathInfo:
     return PathInfo(PathKind.LOG_DIR, path)
 
 
+class DirLock:
+    """A lock file held as Kafka holds `.lock` (`FileLock.tryLock`), created if absent and then
+    removed again on release, so that a run leaves no file it did not find."""
+
+    def __init__(self, disk: Disk, path: str) -> None:
+        created = not disk.exists(path)
+        self._lock: DiskLock | None = disk.lock(path)
+        self._disk = disk
+        self._path = path
+        self.created = created
+        """This holder made the file (or took over from one that did and died), so it removes it."""
+
+    def release(self) -> None:
+        if self._lock is None:
+            return
+        lock, self._lock = self._lock, None
+        try:
+            if self.created and self._disk.exists(self._path):
+                # unlinked while held: a process that opened it meanwhile finds its lock on a
+                # name that is gone and refuses it (OsDisk.lock), never two holders
+                self._disk.unlink(self._path)
+        finally:
+            lock.release()
+
+
+def lock_note(disk: Disk, lock_file: str) -> tuple[bool, str | None]:
+    """For verify and audit: (whether another process — a running broker, another logrepair —
+    holds `lock_file`, the one line to print when one does). Takes no lock."""
+    holder = disk.lock_owner(lock_file)
+    if holder is None:
+        return False, None
+    return True, (
+        f"{lock_file} is held by process {holder} (a running broker?): the log dir may be "
+        "changing while it is read, so this result may be stale"
+    )
+
+
 class LogDir:
     """The partitions of one log dir, loaded as a broker loads them, and its root files."""
 
@@ -328,6 +365,17 @@ class LogDir:
                 clean_shutdown.write_marker(self.disk, self.path, broker_epoch)
         finally:
             self._release_lock()
+
+    def abandon(self) -> None:
+        """What a killed broker leaves: files closed with nothing flushed or checkpointed, no
+        clean-shutdown marker, the `.lock` released but left in place (a lock dies with its
+        process). The simulator's power cuts use it before they build the crash image."""
+        if self._lock is None:
+            return
+        for lg in self.logs.values():
+            lg.abandon()
+        lock, self._lock = self._lock, None
+        lock.release()
 
     def _close_logs(self) -> None:
         """After a failed load: closes what was loaded; the caller releases the lock."""

@@ -11,10 +11,14 @@ import errno
 import fcntl
 import os
 import stat
+import struct
 import threading
 from contextlib import contextmanager
 
 from .disk import Disk, DiskFile, LockHeld, parent_of
+
+# `struct flock` on Linux (short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid).
+_FLOCK = "hhqqi4x"
 
 # Reads larger than this are split: os.pread allocates the whole length up front.
 _MAX_READ_CHUNK = 1 << 26
@@ -97,6 +101,15 @@ class OsFile(DiskFile):
     def fsync(self) -> None:
         with _path_errors(self.path, descriptor=True):
             os.fsync(self._fd)
+
+    def data_from(self, position: int) -> int:
+        _check_position(position, self.path)
+        try:
+            return os.lseek(self._fd, position, os.SEEK_DATA)
+        except OSError as e:
+            if e.errno == errno.ENXIO:  # no data after `position`: a hole to the end
+                return max(position, self.size())
+            return position  # holes not reported by this filesystem
 
     def close(self) -> None:
         if self._fd >= 0:
@@ -270,9 +283,43 @@ class OsDisk(Disk):
                 if e.errno in (errno.EACCES, errno.EAGAIN):
                     raise _lock_held(path) from None
                 raise type(e)(e.errno, e.strerror, path) from None
+            try:
+                now = os.stat(path)
+            except FileNotFoundError:
+                now = None
+            if now is None or (now.st_dev, now.st_ino) != (st.st_dev, st.st_ino):
+                # Unlinked (or replaced) by its holder's release between our open and our lock:
+                # this lock guards a name no one else can find, so it guards nothing.
+                fcntl.lockf(fd, fcntl.LOCK_UN)
+                os.close(fd)
+                raise _lock_held(path)
             key = (st.st_dev, st.st_ino)
             _held_locks.add(key)
             return _FcntlLock(key, fd)
+
+    def lock_owner(self, path: str) -> int | None:
+        """`F_GETLK` on `path`: the pid of a process whose POSIX lock (a JVM's `FileChannel.lock`
+        is one) conflicts with an exclusive lock; this process's own locks never conflict."""
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOFOLLOW)
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            query = struct.pack(_FLOCK, fcntl.F_WRLCK, os.SEEK_SET, 0, 0, 0)
+            answer = fcntl.fcntl(fd, fcntl.F_GETLK, query)
+        finally:
+            os.close(fd)
+        kind, _, _, _, pid = struct.unpack(_FLOCK, answer)
+        return None if kind == fcntl.F_UNLCK else pid
+
+    def links(self, path: str) -> int:
+        with _path_errors(path):
+            return os.lstat(path).st_nlink
+
+    def real_path(self, path: str) -> str:
+        return os.path.realpath(path)
 
 
 def _lock_held(path: str) -> LockHeld:

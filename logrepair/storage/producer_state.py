@@ -42,6 +42,10 @@ class ProducerState:
     def entries(self) -> tuple[ProducerEntry, ...]:
         return tuple(self._producers[pid] for pid in sorted(self._producers))
 
+    def ongoing(self) -> list[tuple[int, int]]:
+        """(first offset, producer id) of every open transaction, by first offset."""
+        return sorted(self._ongoing.items())
+
     def append_batch(self, batch) -> AbortedTxn | None:
         """Feeds one batch (format's Batch) to the state; returns the `.txnindex` entry of an abort.
 
@@ -85,7 +89,9 @@ class ProducerState:
         if producer_id == NO_PRODUCER_ID:
             return
         old = self._producers.get(producer_id)
-        txn_first = old.current_txn_first_offset if old and old.epoch == epoch else -1
+        # Kafka's `ProducerStateEntry.addBatch` bumps the epoch and keeps an open transaction's
+        # first offset (only its batch metadata is cleared): the abort that ends it spans both
+        txn_first = old.current_txn_first_offset if old else -1
         if old is not None and old.current_txn_first_offset >= 0 and not is_transactional:
             raise ProducerStateError(
                 f"Expected transactional write from producer {producer_id} at offset {base_offset} "

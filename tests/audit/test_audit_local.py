@@ -96,6 +96,15 @@ def test_clean_marker_with_unflushed_data(tmp_path):
     assert kinds(p) == {"clean_shutdown_with_unflushed_data"}
 
 
+def test_leader_epoch_starting_at_the_log_end_is_normal(tmp_path):
+    # A leader elected after the last write starts its epoch at the log end (a real broker writes
+    # `0 0` for every empty partition); only entries past the end are findings.
+    _, p = one(tmp_path, PartitionSpec(history(2), leader_epochs=[(0, 0), (1, 8)]))
+    assert kinds(p) == set()
+    _, p = one(tmp_path, PartitionSpec(history(2), leader_epochs=[(0, 0), (1, 9)]))
+    assert kinds(p) == {"leader_epoch_beyond_end"}
+
+
 def test_leader_epochs_held_against_batches(tmp_path):
     batches = history(8, epochs={0: 0, 3: 2, 6: 5})
     _, p = one(tmp_path, PartitionSpec(batches, leader_epochs=[(0, 0), (2, 12), (7, 90)]))

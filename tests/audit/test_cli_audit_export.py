@@ -22,6 +22,8 @@ def test_audit_json_matches_the_library_and_exits_1_on_findings(fleet):
     assert proc.returncode == 1, proc.stderr
     assert proc.stderr == ""
     out = json.loads(proc.stdout)
+    # the CLI adds whether a live process holds each log dir's `.lock` (none here)
+    assert [d.pop("locked_by_other_process") for d in out["log_dirs"]] == [False] * 3
     assert out == audit_paths([fleet.root]).to_json()
     assert out["clean"] is False
     p = out["partitions"][0]

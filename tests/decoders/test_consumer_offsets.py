@@ -245,7 +245,7 @@ def test_kip848_member_metadata_and_unknown_schema() -> None:
         (
             None,
             b"\x00\x00",
-            "Failed to decode message at offset 17 using offset topic decoder "
+            "Failed to decode message at offset 17 using the specified decoder "
             "(message had a missing key)",
         ),
     ],

@@ -38,11 +38,24 @@ def value(version: int, status: int = 1, **extra: object) -> bytes:
     return encode(TRANSACTION_LOG_VALUE, data, version)
 
 
+KEY_JSON = '{"type":"0","data":{"transactionalId":"tx-1"}}'
+
+
 def test_golden_text_v0() -> None:
+    # Kafka 4's kafka-dump-log prints transaction log records as coordinator records (JSON).
     assert format_transaction_record(KEY, value(0), 5) == (
-        "transaction_metadata::transactionalId=tx-1",
-        "producerId:1000,producerEpoch:3,state=Ongoing,partitions=[orders-2,orders-0,audit-1],"
-        "txnLastUpdateTimestamp=1700000000500,txnTimeoutMs=60000",
+        KEY_JSON,
+        '{"version":"0","data":{"producerId":1000,"producerEpoch":3,"transactionTimeoutMs":60000,'
+        '"transactionStatus":1,"transactionPartitions":[{"topic":"orders","partitionIds":[2,0]},'
+        '{"topic":"audit","partitionIds":[1]}],"transactionLastUpdateTimestampMs":1700000000500,'
+        '"transactionStartTimestampMs":1700000000000}}',
+    )
+
+
+def test_v1_tagged_fields_are_printed_only_when_not_default() -> None:
+    payload = format_transaction_record(KEY, value(1, previousProducerId=999), 0)[1] or ""
+    assert payload.startswith('{"version":"1","data":{') and payload.endswith(
+        ',"previousProducerId":999}}'
     )
 
 
@@ -68,7 +81,7 @@ def test_empty_state_ignores_null_partitions(version: int) -> None:
     raw = value(version, status=0, transactionPartitions=None)
     record = decode_transaction_record(KEY, raw)
     assert record.value is not None and record.value.partitions == ()
-    assert "state=Empty,partitions=[]," in (format_transaction_record(KEY, raw, 0)[1] or "")
+    assert '"transactionPartitions":null' in (format_transaction_record(KEY, raw, 0)[1] or "")
 
 
 def test_all_state_names() -> None:
@@ -88,12 +101,12 @@ def test_all_state_names() -> None:
 
 
 def test_tombstone_and_unknown_key_version() -> None:
-    assert format_transaction_record(KEY, None, 0) == (
-        "transaction_metadata::transactionalId=tx-1",
-        "<DELETE>",
-    )
+    assert format_transaction_record(KEY, None, 0) == (KEY_JSON, "<DELETE>")
     other = struct.pack(">h", 1) + KEY[2:]
-    assert format_transaction_record(other, None, 0) == ("unknown::version=1", None)
+    assert format_transaction_record(other, None, 3) == (
+        "Unknown record type 1 at offset 3, skipping.",
+        None,
+    )
     with pytest.raises(UnknownKeyVersion):
         decode_transaction_record(other, None)
 
@@ -114,15 +127,31 @@ def test_value_errors_are_reported_not_raised(raw: bytes | None, message: str) -
         raw = value(0, status=8)
     with pytest.raises(DecodeError, match=message):
         decode_transaction_record(KEY, raw)
-    assert format_transaction_record(KEY, raw, 9) == (
-        f"Error at offset 9, skipping. {message}",
-        None,
+
+
+@pytest.mark.parametrize(
+    ("raw", "text"),
+    [
+        (
+            struct.pack(">h", 2) + b"\x00" * 40,
+            "Could not read record with version 2 from value's buffer due to: "
+            "Can't read version 2 of TransactionLogValue.",
+        ),
+        (b"\x00", "Could not read version from value's buffer."),
+    ],
+)
+def test_kafka_dump_log_text_of_unreadable_values(raw: bytes, text: str) -> None:
+    assert format_transaction_record(KEY, raw, 9) == (f"Error at offset 9, skipping. {text}", None)
+    # An unknown state id is not checked by the JSON form: it prints the number.
+    assert '"transactionStatus":8' in (
+        format_transaction_record(KEY, value(0, status=8), 0)[1] or ""
     )
 
 
 def test_missing_key() -> None:
     assert format_transaction_record(None, value(0), 4) == (
-        "Error at offset 4, skipping. the record has no key",
+        "Failed to decode message at offset 4 using the specified decoder "
+        "(message had a missing key)",
         None,
     )
 

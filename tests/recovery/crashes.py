@@ -31,8 +31,11 @@ def image_of(real_dir: Path, root: str = ROOT) -> DiskImage:
 
 
 def under(image: DiskImage, root: str = ROOT) -> dict[str, bytes]:
-    """The files of `image` inside `root` (the log dir, without its quarantine)."""
-    return {p: d for p, d in image.files.items() if p.startswith(root + "/")}
+    """The files of `image` inside `root` (the log dir, without its quarantine), but its `.lock`:
+    a run creates it when absent and removes it when done, so a crashed run leaves it behind, as a
+    crashed broker does, and the next run takes it as it is."""
+    lock = f"{root}/.lock"
+    return {p: d for p, d in image.files.items() if p.startswith(root + "/") and p != lock}
 
 
 def run_until(

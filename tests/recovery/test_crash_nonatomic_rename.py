@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import pytest
 
+from logrepair.recovery import journal
 from logrepair.recovery.repair import repair
 from logrepair.recovery.settings import Settings
 from logrepair.recovery.undo import undo
 from simulator.disk import PersistenceModel, SimDisk
 
 from .builders import batches, write_segment
-from .crashes import ROOT, image_of, under
+from .crashes import QUARANTINE, ROOT, image_of, under
 from .test_undo_after_swap import _interrupted_swap
 
 MODEL = PersistenceModel(atomic_rename=False)
@@ -45,13 +46,10 @@ def test_a_power_loss_at_any_operation_loses_no_quarantined_file(log_dir, mode):
         with pytest.raises(PowerLoss):
             repair(disk, ROOT, mode, settings)
         after = SimDisk.from_image(disk.durable_image(), MODEL)
-        result = repair(after, ROOT, mode, settings)
+        repair(after, ROOT, mode, settings)
         where = f"{mode}: power loss after operation {stop} of {total}"
         assert under(after.volatile_image()) == expected, where
         # and the run that finished can still be undone to the bytes before the repair
-        done = "completed the interrupted repair in "
-        runs = [m.removeprefix(done) for m in result.finished if m.startswith(done)]
-        runs += [result.quarantine] if result.quarantine else []
-        for q in reversed(runs):
-            undo(after, q)
+        for run in reversed(journal.runs_under(after, QUARANTINE)):
+            undo(after, run.qdir)
         assert under(after.volatile_image()) == under(image), where

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from logrepair.recovery import apply
+from logrepair.recovery import journal
 from logrepair.recovery.repair import repair
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
@@ -35,7 +35,7 @@ def test_a_crash_at_any_operation_is_finished_by_the_next_run(tmp_path, mode):
         assert under(disk.volatile_image()) == expected, f"{mode}: {where}: {result.finished}"
         assert scan_path(disk, ROOT, Settings()).clean or mode == "kafka"
         runs = [join(QUARANTINE, n) for n in disk.list_dir(QUARANTINE)]
-        assert all(disk.exists(join(q, apply.MANIFEST)) for q in runs), f"{where}: {runs}"
+        assert all(disk.exists(join(q, journal.MANIFEST)) for q in runs), f"{where}: {runs}"
 
 
 def test_a_crash_while_rolling_back_an_interrupted_run_leaves_no_orphan(tmp_path):
@@ -52,19 +52,19 @@ def test_a_crash_while_rolling_back_an_interrupted_run_leaves_no_orphan(tmp_path
     applying = next(
         op.index
         for op in reference.trace
-        if op.kind == "write" and op.path.endswith(apply.MANIFEST + ".tmp")
+        if op.kind == "write" and op.path.endswith(journal.MANIFEST + ".tmp")
         and b'"state": "applying"' in op.data
     )  # fmt: skip
     crashed, _ = run_until(image, run, applying)  # the manifest still says saving
     saving = after_crash(crashed)[1].volatile_image()
     rollback, _ = run_until(saving, run, None)
-    discarded = next(op.dst for op in rollback.trace if op.dst.endswith(apply.DISCARDED))
+    discarded = next(op.dst for op in rollback.trace if op.dst.endswith(journal.DISCARDED))
     discard_ops = next(
         op.index for op in rollback.trace if op.kind == "rmdir" and op.path == discarded
     )
     for where, disk in every_crash(saving, run, discard_ops + 2):
         left = [join(QUARANTINE, n) for n in disk.list_dir(QUARANTINE)]
-        orphans = [q for q in left if q != discarded and not disk.exists(join(q, apply.MANIFEST))]
+        orphans = [q for q in left if q != discarded and not disk.exists(join(q, journal.MANIFEST))]
         assert orphans == [], f"{where}: {orphans}"
         run(disk)
         assert under(disk.volatile_image()) == expected, where

@@ -4,18 +4,21 @@ rebuilds indexes with the batch-size cap the plan's scan used, not the default o
 from __future__ import annotations
 
 import json
+import os
 import shutil
 
 import pytest
 
 from logrepair.format.batch import Record
 from logrepair.format.legacy import LegacyBatch, build_legacy_batch
-from logrepair.recovery import apply
+from logrepair.recovery import apply, journal
+from logrepair.recovery.interrupted import REPLAN
 from logrepair.recovery.invariants import tree_digest
 from logrepair.recovery.planner import make_plan
-from logrepair.recovery.repair import batch_caps, rebuild_indexes, repair
+from logrepair.recovery.repair import RepairRefused, batch_caps, rebuild_indexes, repair
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
+from logrepair.recovery.undo import undo
 from logrepair.storage import layout
 from logrepair.storage import scan as storage_scan
 from logrepair.storage.index_builder import build_indexes
@@ -93,37 +96,81 @@ def _interrupted(tmp_path):
     repair(DISK, str(copy), "salvage", RAISED)
     scan = scan_path(DISK, str(d), RAISED)
     qdir = str(tmp_path / "quarantine" / "run")
-    journal = apply.start(
-        DISK, make_plan(scan, "salvage"), qdir, {}, max_batch_sizes=batch_caps(scan)
-    )
-    assert journal.state == apply.APPLYING
+    run = apply.start(DISK, make_plan(scan, "salvage"), qdir, {}, max_batch_sizes=batch_caps(scan))
+    assert run.state == journal.APPLYING
     return d, qdir, tree_digest(DISK, str(copy))
 
 
 def _edit_manifest(qdir: str, edit) -> None:
-    path = qdir + "/" + apply.MANIFEST
+    path = qdir + "/" + journal.MANIFEST
     manifest = json.loads(DISK.read_file(path))
     edit(manifest)
     DISK.write_file_atomic(path, json.dumps(manifest).encode())
 
 
-def test_a_version_1_manifest_is_replayed_with_the_default_cap(tmp_path):
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_interrupted_run_of_an_older_journal_is_refused_then_replanned(tmp_path, version):
+    """Journals before version 3 recorded neither how far they got nor what they left, so an
+    interrupted one cannot be checked against later changes: refused in one line; `--replan`
+    leaves it (its quarantine kept) and plans afresh."""
     d, qdir, done = _interrupted(tmp_path)
 
-    def as_version_1(manifest):
-        manifest["version"] = 1
-        caps = [e.pop("max_batch_size") for e in manifest["actions"] if "max_batch_size" in e]
-        assert caps == [RAISED.max_batch_size]
+    def as_older(manifest):
+        manifest["version"] = version
+        for key in ("applied", "expect", "warnings"):
+            manifest.pop(key)
 
-    _edit_manifest(qdir, as_version_1)
-    result = repair(DISK, str(d), "salvage", RAISED, quarantine_root=str(tmp_path / "quarantine"))
-    assert result.finished == [f"completed the interrupted repair in {qdir}"]
-    # the default cap (64 MiB) holds the 3 KiB batch: the same result
+    _edit_manifest(qdir, as_older)
+    os.unlink(os.path.join(qdir, journal.PROGRESS))
+    root = str(tmp_path / "quarantine")
+    before = tree_digest(DISK, str(d))
+    with pytest.raises(RepairRefused, match=f"journal version {version}.*--replan"):
+        repair(DISK, str(d), "salvage", RAISED, quarantine_root=root)
+    assert tree_digest(DISK, str(d)) == before
+    result = repair(DISK, str(d), "salvage", RAISED, quarantine_root=root, interrupted=REPLAN)
+    assert [(s.qdir, s.done) for s in result.settled] == [(qdir, "abandoned")]
+    assert journal.Journal.load(DISK, qdir).state == journal.ABANDONED
     assert tree_digest(DISK, str(d)) == done
 
 
 def test_a_manifest_from_a_newer_logrepair_is_refused_with_one_line(tmp_path):
     _, qdir, _ = _interrupted(tmp_path)
-    _edit_manifest(qdir, lambda manifest: manifest.update(version=3))
-    with pytest.raises(apply.JournalError, match="manifest version 3; this logrepair reads"):
-        apply.Journal.load(DISK, qdir)
+    _edit_manifest(qdir, lambda manifest: manifest.update(version=4))
+    with pytest.raises(journal.JournalError, match="manifest version 4; this logrepair reads"):
+        journal.Journal.load(DISK, qdir)
+
+
+def test_a_finished_run_of_a_version_2_journal_is_undone(log_dir):
+    """Version 2 recorded the state a finished repair left as `left` (with the `.lock` in its
+    listings when the dir had one): undo checks against it and restores every byte."""
+    write_segment(log_dir / "t-0", 0, b"\x00" * 40, indexes=False)
+    (log_dir / layout.LOCK_FILE).write_bytes(b"")
+    before = tree_digest(DISK, str(log_dir))
+    result = repair(DISK, str(log_dir), "kafka", Settings())
+
+    def as_version_2(manifest):
+        manifest["version"] = 2
+        manifest["left"] = manifest.pop("expect")
+        manifest["left"]["dirs"][""].append(layout.LOCK_FILE)
+        for key in ("applied", "warnings", "lock_created", "marker"):
+            manifest.pop(key)
+
+    _edit_manifest(result.quarantine, as_version_2)
+    os.unlink(os.path.join(result.quarantine, journal.PROGRESS))  # version 2 had none
+    undo(DISK, result.quarantine)
+    assert tree_digest(DISK, str(log_dir)) == before
+
+
+def test_a_progress_line_a_crash_cut_short_is_not_counted_and_is_written_over(tmp_path):
+    d, qdir, done = _interrupted(tmp_path)
+    progress = os.path.join(qdir, journal.PROGRESS)
+    with open(progress, "ab") as f:
+        f.write(b'{"applied":1,"expe')  # torn: the action was never counted
+    run = journal.Journal.load(DISK, qdir)
+    assert run.data["applied"] == 0
+    run.progress({"applied": 0})
+    with open(progress, "rb") as f:
+        assert f.read() == b'{"applied":0}\n'
+    result = repair(DISK, str(d), "salvage", RAISED, quarantine_root=str(tmp_path / "quarantine"))
+    assert [(s.qdir, s.done) for s in result.settled] == [(qdir, "completed")]
+    assert tree_digest(DISK, str(d)) == done

@@ -255,6 +255,24 @@ def test_leader_epochs_past_the_end_are_dropped(log_dir, mode):
     assert (pdir / layout.LEADER_EPOCH_CHECKPOINT).read_text() == "0\n2\n0 0\n3 5\n"
 
 
+def test_leader_epoch_at_the_log_end_is_no_defect(log_dir):
+    log_with_records(log_dir / "t-0", 10)
+    (log_dir / "t-0" / layout.LEADER_EPOCH_CHECKPOINT).write_text("0\n2\n0 0\n1 10\n")
+    assert kinds(log_dir) == []
+
+
+def test_the_active_segments_preallocated_indexes_after_a_crash_are_no_defect(log_dir):
+    # Not closed: the active segment's indexes stay preallocated (zero-filled slots, no last time
+    # index entry), as SIGKILL leaves a real broker's; Kafka's recovery of that segment rebuilds them.
+    log_with_records(log_dir / "t-0", 30, close=False)
+    indexes = sorted((log_dir / "t-0").glob("*.index"))
+    assert len(indexes) > 1 and indexes[-1].read_bytes().count(0) > 1000
+    assert kinds(log_dir) == []
+    # A rolled segment's index is trimmed at the roll: zero-filled slots there are a finding.
+    indexes[0].write_bytes(indexes[0].read_bytes() + bytes(80))
+    assert kinds(log_dir) == ["offset_index_corrupt"]
+
+
 @pytest.mark.parametrize("mode", MODES)
 def test_leftovers_of_interrupted_operations(log_dir, mode):
     pdir = log_dir / "t-0"
@@ -274,7 +292,11 @@ def test_leftovers_of_interrupted_operations(log_dir, mode):
         layout.index_file_name(0),
         layout.log_file_name(0),
         layout.time_index_file_name(0),
+        layout.LEADER_EPOCH_CHECKPOINT,
     ]
+    # the repair moves the recovery point past segment 0, so Kafka's next load would not assign
+    # its epoch: the repair writes the checkpoint Kafka's recovery of it creates
+    assert (pdir / layout.LEADER_EPOCH_CHECKPOINT).read_text() == "0\n1\n0 0\n"
 
 
 @pytest.mark.parametrize("mode", MODES)

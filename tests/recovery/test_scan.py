@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logrepair.recovery.defects import KINDS, kinds_markdown
+from logrepair.recovery.index_checks import _zero_tail
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout
@@ -216,6 +217,7 @@ def test_swap_and_cleaned_leftovers(log_dir):
         layout.index_file_name(0),
         layout.log_file_name(0),
         layout.time_index_file_name(0),
+        layout.LEADER_EPOCH_CHECKPOINT,  # what Kafka's recovery of segment 0 creates
     ]
 
 
@@ -294,3 +296,19 @@ def test_a_damaged_region_longer_than_a_scan_window_is_one_finding(log_dir):
     assert [(f.kind, f.position, f.length) for f in found] == [
         ("garbage_tail", 3 * BATCH_SIZE, 9 << 20)
     ]
+
+
+@given(
+    entry=st.sampled_from([8, 12]),
+    head=st.binary(max_size=64),
+    zeros=st.integers(0, 64),
+    ragged=st.binary(max_size=11),
+)
+def test_zero_tail_counts_the_trailing_all_zero_slots(entry, head, zeros, ragged):
+    raw = head + bytes(zeros) + ragged
+    n = len(raw) // entry
+    slots = [raw[i * entry : (i + 1) * entry] for i in range(n)]
+    expected = 0
+    while expected < n and slots[n - expected - 1] == bytes(entry):
+        expected += 1
+    assert _zero_tail(raw, entry) == expected

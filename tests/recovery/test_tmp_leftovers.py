@@ -1,11 +1,12 @@
-"""`.tmp` files of interrupted checkpoint writes: removed by every mode, and restored by undo even
-where the repair writes the checkpoint they belong to (its write reuses `<name>.tmp`)."""
+"""`.tmp` files of interrupted checkpoint writes: removed by every mode and restored by undo; the
+repair's own writes go through temporary names of its run, so a `.tmp` it did not make is never
+written over."""
 
 from __future__ import annotations
 
 import pytest
 
-from logrepair.recovery import apply, indexes
+from logrepair.recovery import apply, indexes, journal
 from logrepair.recovery.invariants import tree_digest
 from logrepair.recovery.rebuild import plan_rebuild
 from logrepair.recovery.repair import repair
@@ -17,6 +18,7 @@ from simulator.disk import DiskImage, SimDisk
 
 from .builders import DISK, batches, write_offsets, write_segment
 from .checks import repair_checked
+from .crashes import under
 
 MODES = ("kafka", "point-in-time", "salvage")
 
@@ -40,7 +42,8 @@ def test_root_tmp_leftovers_are_removed_and_undo_puts_them_back(log_dir, mode):
     assert result.quarantine is not None
 
 
-def test_undo_restores_a_tmp_that_an_index_rebuild_writes_over(tmp_path):
+def test_an_index_rebuild_never_touches_a_tmp_someone_else_left(tmp_path):
+    """The rebuild writes through a temporary name of its own run, never `<index>.tmp`."""
     pdir = tmp_path / "t-0"
     write_segment(pdir, 0, batches(0, 30), interval=100)
     index = pdir / layout.index_file_name(0)
@@ -50,9 +53,9 @@ def test_undo_restores_a_tmp_that_an_index_rebuild_writes_over(tmp_path):
     plan = plan_rebuild(DISK, scan_path(DISK, str(pdir), Settings(index_interval_bytes=100)))
     assert [a.action for a in plan.actions] == ["rebuild_indexes"]
     qdir = str(tmp_path / "quarantine")
-    journal = apply.start(DISK, plan, qdir, {}, validated=False)
-    apply.run(journal, indexes.rebuild)
-    assert not (pdir / (index.name + ".tmp")).exists()
+    run = apply.start(DISK, plan, qdir, {}, validated=False)
+    apply.run(run, indexes.rebuild)
+    assert (pdir / (index.name + ".tmp")).read_bytes() == b"left by someone else"
     undo(DISK, qdir)
     assert tree_digest(DISK, str(pdir)) == before
 
@@ -93,9 +96,10 @@ def test_a_crash_after_the_tmp_is_quarantined_never_replaces_the_saved_copy(tmp_
         runs = [f"/q/{n}" for n in second.list_dir("/q")] if second.exists("/q") else []
         for qdir in reversed(runs):
             if (
-                second.exists(f"{qdir}/{apply.MANIFEST}")
-                and apply.Journal.load(second, qdir).state == apply.DONE
+                second.exists(f"{qdir}/{journal.MANIFEST}")
+                and journal.Journal.load(second, qdir).state == journal.DONE
             ):
                 undo(second, qdir)
-        got = {p: d for p, d in second.volatile_image().files.items() if p.startswith(ROOT + "/")}
-        assert got == files, f"crash after operation {stop}: undo did not restore the log dir"
+        assert under(second.volatile_image()) == files, (
+            f"crash after operation {stop}: undo did not restore the log dir"
+        )

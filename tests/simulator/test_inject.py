@@ -4,6 +4,9 @@ brings it back to a state verify calls clean."""
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 
@@ -89,6 +92,32 @@ def test_refusals(clean_log_dir: str, tmp_path) -> None:
         inject(clean_log_dir, "torn_tail", seed=1, out=str(tmp_path))
     with pytest.raises(InjectError, match="no partition"):
         inject(str(tmp_path), "torn_tail", seed=1, in_place=True)
+
+
+def test_in_place_damage_takes_the_lock(clean_log_dir: str, tmp_path) -> None:
+    """Never under a live broker: a process holding the log dir's `.lock` makes it refuse."""
+    log_dir = str(tmp_path / "copy")
+    shutil.copytree(clean_log_dir, log_dir)
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT); "
+            "fcntl.lockf(fd, fcntl.LOCK_EX); print('locked', flush=True); sys.stdin.read()",
+            os.path.join(log_dir, ".lock"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "locked"
+        with pytest.raises(InjectError, match="Failed to acquire lock on file .lock"):
+            inject(log_dir, "torn_tail", seed=1, in_place=True)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert inject(log_dir, "torn_tail", seed=1, in_place=True)
 
 
 def test_batches_walks_a_segment_through_a_small_window(clean_log_dir: str, monkeypatch) -> None:

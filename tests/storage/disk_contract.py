@@ -187,6 +187,29 @@ class DiskContract:
         assert not disk.is_symlink(join(root, "none"))
         assert not disk.is_dir(join(root, "f"))
 
+    def test_a_plain_file_has_one_link(self, disk: Disk, root: str) -> None:
+        disk.write_file_atomic(join(root, "f"), b"x")
+        assert disk.links(join(root, "f")) == 1
+
+    def test_real_path_resolves_dots(self, disk: Disk, root: str) -> None:
+        disk.make_dirs(join(root, "a", "b"))
+        assert disk.real_path(join(root, "a", "b", "..", ".", "b")) == disk.real_path(
+            join(root, "a", "b")
+        )
+        assert disk.real_path(join(root, "a")).startswith("/")
+
+    def test_data_from_never_skips_data(self, disk: Disk, root: str) -> None:
+        path = join(root, "f")
+        with disk.open(path, create=True) as f:
+            f.write_at(0, b"abc")
+            f.truncate(1 << 20)
+            f.write_at((1 << 20) - 1, b"z")
+            assert f.data_from(0) == 0
+            assert f.data_from(2) == 2
+            hole_end = f.data_from(3)  # a Disk may know of the hole, or not
+            assert 3 <= hole_end <= (1 << 20) - 1
+            assert f.read_at(3, hole_end - 3) == bytes(hole_end - 3)
+
     # --- conveniences ----------------------------------------------------------------------------
 
     def test_write_file_atomic_leaves_no_tmp(self, disk: Disk, root: str) -> None:
@@ -217,6 +240,22 @@ class DiskContract:
             disk.lock(path)
         lock.release()
         disk.lock(path).release()
+
+    def test_own_lock_has_no_other_owner(self, disk: Disk, root: str) -> None:
+        path = join(root, ".lock")
+        assert disk.lock_owner(path) is None  # missing
+        lock = disk.lock(path)
+        assert disk.lock_owner(path) is None  # held by this process only
+        lock.release()
+        assert disk.lock_owner(path) is None
+
+    def test_write_file_atomic_through_a_named_tmp(self, disk: Disk, root: str) -> None:
+        path = join(root, "cp")
+        disk.write_file_atomic(path + ".tmp", b"someone else's")
+        disk.write_file_atomic(path, b"new", tmp=path + ".mine")
+        assert disk.read_file(path) == b"new"
+        assert disk.read_file(path + ".tmp") == b"someone else's"
+        assert disk.list_dir(root) == ["cp", "cp.tmp"]
 
     def test_lock_held_is_an_os_error(self) -> None:
         assert issubclass(LockHeld, OSError)

@@ -128,6 +128,8 @@ def test_non_canonical_names() -> None:
         ("log-start-offset-checkpoint", FileKind.OFFSET_CHECKPOINT, False),
         ("replication-offset-checkpoint", FileKind.OFFSET_CHECKPOINT, False),
         ("cleaner-offset-checkpoint.tmp", FileKind.OFFSET_CHECKPOINT, True),
+        # kafka-storage format writes it at the metadata log dir's root (seen from Kafka 4.1.1)
+        ("bootstrap.checkpoint", FileKind.BOOTSTRAP_CHECKPOINT, False),
         (".lock.tmp", FileKind.UNKNOWN, False),
         ("random", FileKind.UNKNOWN, False),
     ],

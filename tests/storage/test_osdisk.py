@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import errno
+import fcntl
 import os
 import subprocess
 import sys
@@ -140,7 +141,7 @@ _HOLDER = textwrap.dedent(
 )
 
 
-def test_lock_held_by_another_process_is_refused(disk: OsDisk, root: str) -> None:
+def test_lock_held_by_another_process_is_refused_and_named(disk: OsDisk, root: str) -> None:
     path = join(root, ".lock")
     holder = subprocess.Popen(
         [sys.executable, "-c", _HOLDER, path],
@@ -156,10 +157,42 @@ def test_lock_held_by_another_process_is_refused(disk: OsDisk, root: str) -> Non
             f"Failed to acquire lock on file .lock in {root}. A Kafka instance in another "
             "process or thread is using this directory."
         )
+        assert disk.lock_owner(path) == holder.pid
     finally:
         holder.stdin.close()
         holder.wait(timeout=30)
+    assert disk.lock_owner(path) is None
     disk.lock(path).release()
+
+
+def test_a_lock_on_a_name_unlinked_meanwhile_is_refused(disk: OsDisk, root: str, monkeypatch):
+    """A holder that removes `.lock` as it releases (as a clean broker shutdown does) while
+    another process has it open: that process's lock would guard a name no one can find."""
+    path = join(root, ".lock")
+    real_lockf = fcntl.lockf
+
+    def lockf_after_unlink(fd, op, *args):
+        if op & fcntl.LOCK_EX and os.path.exists(path):
+            os.unlink(path)
+        return real_lockf(fd, op, *args)
+
+    monkeypatch.setattr(fcntl, "lockf", lockf_after_unlink)
+    with pytest.raises(LockHeld):
+        disk.lock(path)
+    monkeypatch.undo()
+    disk.lock(path).release()
+
+
+def test_hard_links_real_paths_and_holes(disk: OsDisk, root: str, tmp_path) -> None:
+    path = join(root, "f")
+    with disk.open(path, create=True) as f:
+        f.truncate(1 << 22)
+        f.write_at((1 << 22) - 1, b"z")
+        assert f.data_from(0) >= 1 << 20  # a hole the filesystem reports
+    os.link(path, join(root, "g"))
+    assert disk.links(path) == 2
+    os.symlink(root, str(tmp_path / "alias"))
+    assert disk.real_path(str(tmp_path / "alias" / "f")) == os.path.realpath(path)
 
 
 def _probe_lock(path: str) -> str:

@@ -48,7 +48,8 @@ def finish_partition(pp: PartitionPlan, *, epochs_from: int | None, mode: str) -
             # Kafka leaves a segment it does not recover as it is, its `.txnindex` too
             _kafka_missing_time_index(pp, seg)
             continue
-        if seg.rebuild or (seg.new_size is None and index_needs_rebuild(seg, pp)):
+        stale = index_needs_rebuild(seg, pp) or (mode == "kafka" and seg.scan.kafka_index_differs)
+        if seg.rebuild or (seg.new_size is None and stale):
             if seg in pp.created and seg.scan.size == 0 and seg.new_size is None:
                 continue  # create_segment writes its indexes
             _plan_indexes(pp, seg, mode)
@@ -186,7 +187,9 @@ def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None, *, keep_data
     # from the batches; the plan writes that fixed point, so a second run has nothing to do.
     for _ in range(2):
         if epochs_from is not None:
-            for seg in pp.segs[epochs_from:]:
+            # kafka mode: segments Kafka recovered while loading assign their epochs first
+            replayed = [s for s in pp.epochs_before if s in pp.segs[:epochs_from]]
+            for seg in replayed + pp.segs[epochs_from:]:
                 size = seg.scan.size if seg.new_size is None else seg.new_size
                 for epoch, base, position in seg.scan.strict_epochs:
                     if position < size and (not cache or epoch > cache[-1].epoch):
@@ -195,15 +198,25 @@ def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None, *, keep_data
         if pp.log_start is not None:
             cache = truncate_from_start(cache, pp.log_start)
     entries = [(e.epoch, e.start_offset) for e in cache]
-    if written is None and p.leader_epoch_malformed is None:
-        return  # Kafka creates the file at load; nothing here disagrees with the log
+    prefix = p.file("")
+    # (a `-delete` dir is never flushed nor checkpointed: Kafka only deletes it)
+    changed = p.dir_kind != "delete" and any(a.file.startswith(prefix) for a in pp.plan.actions)
+    if written is None and p.leader_epoch_malformed is None and not (entries and changed):
+        # Kafka creates the file at load from what it recovers; only a repair that moves the
+        # recovery point past those segments (it changed the partition) must write it
+        return
     if written is not None and entries == written:
         return
     content = format_checkpoint(0, [f"{e} {s}" for e, s in entries])
     if p.leader_epoch_malformed is not None:
-        reason = "malformed; rewritten from the epochs in the log"
+        reason = (
+            "malformed (Kafka cannot load it: the log dir goes offline or the broker does not "
+            "start); rewritten from the epochs in the log"
+        )
     elif contradiction is not None:
         reason = f"{contradiction}; rewritten from the epochs in the log"
+    elif written is None:
+        reason = "missing: Kafka creates it at load with the epochs its recovery assigns"
     else:
         reason = "leader epochs that agree with the log"
     pp.add(Action("write_file", rel, reason, content=content))

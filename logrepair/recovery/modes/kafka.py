@@ -10,17 +10,18 @@ kept because the point of this mode is to reach the state the broker would reach
   every later segment is then deleted (§6.6), valid or not;
 - segments below the recovery point are not read: their defects are left, and reported.
 
-Indexes are rebuilt where Kafka would rebuild them and the existing ones disagree with the log; a
-valid index Kafka would merely rewrite identically is left alone, so a second run plans nothing. A
-recovered segment's transaction index is what a producer-state replay gives, as Kafka's recovery
-writes it; producer snapshots are not written (docs/spec-notes.md).
+A recovered segment gets the indexes Kafka's recovery writes wherever the existing ones differ
+from them (an identical one is left alone, so a second run plans nothing), and the transaction
+index Kafka's producer-state replay from its latest snapshot gives (`txn_replay`); producer
+snapshots are not written. Where Kafka's load would throw and the broker not start, the plan says
+so (docs/spec-notes.md, "Proven against Kafka 4.1.1": each rule here is checked against Kafka's own
+recovery by tests/kafka).
 """
 
 from __future__ import annotations
 
 from ...storage import layout
-from ..index_checks import TXN_ENTRY, TXN_ENTRY_SIZE
-from ..rebuild import txn_entries_by_segment
+from ..txn_replay import TxnEntry, TxnReplay
 from .partition_plan import PartitionPlan, Seg
 from .split import Piece, split_segment
 
@@ -37,6 +38,19 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
     for seg in segs:
         missing_index = not pp.exists(seg.stem() + layout.INDEX_SUFFIX)
         if (missing_index or seg.scan.txn_corrupt_for_kafka) and seg not in pp.created:
+            if not missing_index and seg.scan.txn_kafka_fatal:
+                pp.plan.notes.append(
+                    f"{seg.stem()}.txnindex: {seg.scan.txn_kafka_fatal}: Kafka's load throws "
+                    "(KafkaException) and the broker does not start; kafka mode recovers the "
+                    "segment and rebuilds the index instead, as for a corrupt one"
+                )
+            if seg.scan.kafka_invalid_offset:
+                pp.plan.notes.append(
+                    f"{seg.log}: Kafka recovers it while loading and throws there "
+                    "(InvalidOffsetException: offsets go back at an index entry), which nothing "
+                    "catches: the broker does not start. kafka mode empties it, as Kafka's "
+                    "recovery does for the same exception after loading"
+                )
             _recover(
                 pp,
                 seg,
@@ -44,13 +58,17 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
                 "transaction index is corrupt while loading it",
             )
             recovered_at_load.add(seg.log)
+            pp.epochs_before.append(seg)  # its leader epochs are assigned while loading
     first_recovered = pp.segs[start] if start < len(pp.segs) else None
     queue = pp.segs[start:] if first_recovered is not None else []
     for n, seg in enumerate(list(queue)):
         if seg not in pp.segs or seg.derived:
             continue  # gone, or a piece of a split: Kafka retries on pieces known to be valid
         if seg.log in recovered_at_load:
-            truncated = 0  # the second recovery finds nothing left to cut (spec rec §6.4)
+            # the second recovery finds nothing left to cut (spec rec §6.4), but rewrites the
+            # `.txnindex` from the producer state of this pass
+            truncated = 0
+            _replay_txn_index(pp, seg)
         else:
             truncated = _recover(pp, seg, "Kafka's recovery truncates at the first invalid batch")
         if truncated:
@@ -68,6 +86,7 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
                 "every segment",
             )
         pp.clear_epochs = True
+    _check_first_unstable_offset(pp)
     return min(start, len(pp.segs))
 
 
@@ -91,12 +110,7 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         )
         return 0
     pp.recovered.add(seg.log)
-    replayed = _replayed_txn_entries(pp)
-    if replayed is not None and scan.name.endswith(layout.LOG_SUFFIX):
-        # `LogSegment.recover` empties the `.txnindex` and appends each aborted transaction the
-        # producer-state replay completes in this segment (spec rec §6.6.1 steps 1, 3f). (A
-        # completed swap keeps its own index.)
-        seg.txn_entries = replayed.get(seg.base, [])
+    _replay_txn_index(pp, seg)
     size = scan.size
     if scan.kafka_invalid_offset:
         pp.truncate_segment(
@@ -149,35 +163,81 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
     return 0
 
 
-def _replayed_txn_entries(
-    pp: PartitionPlan,
-) -> dict[int, list[tuple[int, int, int, int]]] | None:
-    """Each segment's aborted transactions (by base offset), from a producer-state replay of the
-    bytes Kafka's recovery keeps; read once per partition, and only when a marker is there.
+def _replay_txn_index(pp: PartitionPlan, seg: Seg) -> None:
+    """`LogSegment.recover` empties the `.txnindex` and appends each aborted transaction the
+    producer-state replay completes in this segment (spec rec §6.6.1 steps 1, 3f). (A completed
+    swap keeps its own index.)"""
+    replayed = _replayed_txn_entries(pp, seg)
+    if replayed is not None and seg.scan.name.endswith(layout.LOG_SUFFIX):
+        seg.txn_entries = replayed
 
-    Kafka replays from its latest producer snapshot; this replays from the first segment, which
-    gives the same entries when the whole history is there (the log starts at offset 0): only then
-    is it used. Otherwise None: each segment keeps the entries of its old index that still fit."""
+
+def _replayed_txn_entries(pp: PartitionPlan, seg: Seg) -> list[TxnEntry] | None:
+    """The aborted transactions Kafka's recovery of `seg` writes to its `.txnindex`: its
+    producer-state replay from its latest snapshot (`txn_replay`), set up once per partition;
+    entries are replayed only when a marker is there (else none). None for a log not on disk.
+    Where the replay throws, a note says so."""
     p = pp.p
-    if not p.segments or p.segments[0].base_offset != 0:
+    replay = _txn_replay(pp)
+    if replay is None:
         return None
-    if pp.replayed_txn is None:
-        pp.replayed_txn = {}
-        if p.disk is not None and any(s.has_txn_markers for s in p.segments):
-            bases = [s.base_offset for s in p.segments]
-            raw, problems = txn_entries_by_segment(p.disk, p.path, bases, p.settings.max_batch_size)
-            pp.plan.notes.extend(
-                f"Kafka's producer-state replay fails here (its startup aborts): {problem}"
-                for problem in problems
-            )
-            pp.replayed_txn = {
-                base: [
-                    TXN_ENTRY.unpack_from(data, k)[1:]
-                    for k in range(0, len(data) - TXN_ENTRY_SIZE + 1, TXN_ENTRY_SIZE)
-                ]
-                for base, data in raw.items()
-            }
-    return pp.replayed_txn
+    seen, fatal = len(replay.problems), replay.fatal
+    with_state = any(s.has_txn_markers for s in p.segments)
+    next_offset = seg.scan.kafka_next_offset
+    entries = replay.recover(
+        sorted(s.base for s in pp.segs),
+        seg.base,
+        seg.base if next_offset is None else next_offset,
+        with_state=with_state,
+    )
+    pp.plan.notes.extend(
+        f"{seg.log}: Kafka's producer-state replay fails here (its startup aborts): {problem}"
+        for problem in replay.problems[seen:]
+    )
+    if replay.fatal is not None and fatal is None:
+        pp.plan.notes.append(
+            f"{seg.log}: to recover it Kafka replays producer state through the segments below, "
+            f"and throws there (CorruptRecordException: {replay.fatal}); the broker does not "
+            "start. kafka mode repairs the partition as the rest of Kafka's recovery would"
+        )
+    return entries
+
+
+def _txn_replay(pp: PartitionPlan) -> TxnReplay | None:
+    """The partition's replay, set up on first use (None for a log not on disk)."""
+    p = pp.p
+    if p.disk is None:
+        return None
+    if pp.txn_replay is None:
+        snapshots = {s.offset: s.file for s in p.snapshots}
+        pp.txn_replay = TxnReplay(
+            p.disk, p.path, p.log_start_checkpoint or 0, snapshots, p.settings.max_batch_size
+        )
+    pp.txn_replay.sizes = {
+        s.base: s.scan.size if s.new_size is None else s.new_size for s in pp.segs
+    }
+    return pp.txn_replay
+
+
+def _check_first_unstable_offset(pp: PartitionPlan) -> None:
+    """Kafka's load ends by reading the log at the first offset of the earliest open
+    transaction; where that read throws, the broker does not start: a note says so."""
+    p = pp.p
+    if not pp.segs or not (p.snapshots or any(s.has_txn_batches for s in p.segments)):
+        return  # no transaction anywhere: none is open
+    replay = _txn_replay(pp)
+    if replay is None or replay.fatal is not None:
+        return  # a replay already failed, and said so
+    bases = sorted(s.base for s in pp.segs)
+    log_start = max(p.log_start_checkpoint or 0, bases[0])
+    failed = replay.load_fails(bases, log_start, pp.log_end_offset)
+    if failed is not None:
+        base, message = failed
+        pp.plan.notes.append(
+            f"{p.file(layout.log_file_name(base))}: Kafka's load ends by reading the log at the "
+            f"earliest open transaction's first offset and throws here (CorruptRecordException: "
+            f"{message}); the broker does not start. --mode point-in-time or salvage fixes it"
+        )
 
 
 def _leave(pp: PartitionPlan, seg: Seg, why: str) -> int:

@@ -13,6 +13,7 @@ from ...storage import layout
 from ..plan import Action, Plan
 from ..scan import PartitionScan
 from ..segment_scan import SegmentScan
+from ..txn_replay import TxnReplay
 
 INT_MAX = 2**31 - 1
 SEGMENT_SUFFIXES = (
@@ -59,10 +60,13 @@ class PartitionPlan:
     created: list[Seg] = field(default_factory=list)
     data_removed: bool = False
     clear_epochs: bool = False
+    epochs_before: list[Seg] = field(default_factory=list)
+    """kafka mode: segments below the first one recovered whose batches' leader epochs Kafka's
+    recovery assigns first, because it recovered them while loading (missing `.index`)."""
     recovered: set[str] = field(default_factory=set)
     """`.log` names Kafka's loader recovers (kafka mode rebuilds indexes only there)."""
-    replayed_txn: dict[int, list[tuple[int, int, int, int]]] | None = None
-    """kafka mode: the aborted transactions of each segment by a producer-state replay."""
+    txn_replay: TxnReplay | None = None
+    """kafka mode: Kafka's producer-state replay, for the `.txnindex` of recovered segments."""
     unrecoverable: list[int] = field(default_factory=list)
     """Base offsets of segments Kafka's recovery fails on, which kafka mode leaves as they are."""
     gaps: list[tuple[int, int]] = field(default_factory=list)
