@@ -103,8 +103,10 @@ def refusals_are_bad_input() -> Iterator[None]:
 
 @contextmanager
 def scan_progress(disk: Disk, path: str, label: str) -> Iterator[ProgressBar]:
-    """A progress bar over the `.log` bytes under PATH, cleared however the scan ends."""
-    bar = ProgressBar(total_log_bytes(disk, path, classify(disk, path)), label)
+    """A progress bar over the `.log` bytes under PATH, cleared however the scan ends; the size
+    walk only when there is a terminal to draw on."""
+    total = total_log_bytes(disk, path, classify(disk, path)) if sys.stderr.isatty() else 0
+    bar = ProgressBar(total, label)
     try:
         yield bar
     finally:
@@ -147,9 +149,13 @@ def lock_status(disk: Disk, path: str, is_log_dir: bool) -> tuple[bool, str | No
     return lock_note(disk, lock_path(disk, path, is_log_dir))
 
 
-def emit(args: argparse.Namespace, data: dict, text: str) -> None:
-    """`--json`: the object alone on stdout; else the human text."""
-    print(json.dumps(data, indent=1) if args.json else text)
+def emit(args: argparse.Namespace, data: dict, text: str | Callable[[], str]) -> None:
+    """`--json`: the object alone on stdout; else the human text (a callable is rendered only
+    then: nothing is computed for output that is not printed)."""
+    if args.json:
+        print(json.dumps(data, indent=1))
+    else:
+        print(text() if callable(text) else text)
 
 
 def quarantine_root(args: argparse.Namespace) -> str | None:

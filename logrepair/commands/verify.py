@@ -46,8 +46,11 @@ def _options(p: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     result = on_path(args, "verify", scan_path)
     locked, note = lock_status(OsDisk(), result.root, result.is_log_dir)
-    text = render(result) + (f"\nnote: {note}" if note else "")
-    emit(args, {**result.to_json(), "locked_by_other_process": locked}, text)
+    emit(
+        args,
+        {**result.to_json(), "locked_by_other_process": locked},
+        lambda: render(result) + (f"\nnote: {note}" if note else ""),
+    )
     return 0 if result.clean else 1
 
 

@@ -232,9 +232,9 @@ def scan_path(
         name = path.rpartition("/")[2]
         result.partitions.append(_scan_partition(disk, path, "", name, settings, None, progress))
         return result
-    names = disk.list_dir(path)
-    result.clean_shutdown_marker = layout.CLEAN_SHUTDOWN_FILE in names
-    entries = {name: _look(disk, join(path, name), name, settings) for name in names}
+    listing = disk.list_dir_types(path)
+    result.clean_shutdown_marker = any(n == layout.CLEAN_SHUTDOWN_FILE for n, _ in listing)
+    entries = {name: _look(disk, join(path, name), name, settings, t) for name, t in listing}
     files = [name for name, (kind, _) in entries.items() if kind == "file"]
     result.checkpoints = read_root_checkpoints(disk, path, files, result.findings)
     for name, (kind, finding) in entries.items():
@@ -245,11 +245,12 @@ def scan_path(
     return result
 
 
-def _look(disk: Disk, path: str, shown: str, settings: Settings) -> tuple[str, Finding | None]:
-    """What the entry at `path` is, found without opening it (a FIFO would block a read), and the
-    finding it needs: 'file', 'dir', 'missing', 'symlink' (not followed) or 'special'. A symlink
-    to a regular file is 'file' under `--follow-symlinks`."""
-    kind = disk.file_type(path)
+def _look(
+    disk: Disk, path: str, shown: str, settings: Settings, kind: str
+) -> tuple[str, Finding | None]:
+    """What the entry at `path` of type `kind` (`Disk.file_type`) is, found without opening it (a
+    FIFO would block a read), and the finding it needs: 'file', 'dir', 'missing', 'symlink' (not
+    followed) or 'special'. A symlink to a regular file is 'file' under `--follow-symlinks`."""
     if kind == "symlink":
         target = printable(disk.read_link(path))
         if settings.follow_symlinks and disk.file_type(path, follow=True) == "file":
@@ -391,9 +392,9 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
     """Every entry of the dir: segments and indexes to scan, snapshots to check, the state files
     read, and a finding for each entry Kafka would not load as it is."""
     files = _PartitionFiles()
-    for fname in disk.list_dir(p.path):
+    for fname, file_type in disk.list_dir_types(p.path):
         fpath = join(p.path, fname)
-        kind, finding = _look(disk, fpath, p.file(fname), p.settings)
+        kind, finding = _look(disk, fpath, p.file(fname), p.settings, file_type)
         if finding is not None:
             p.findings.append(finding)
         if kind in ("symlink", "special"):

@@ -186,7 +186,7 @@ def classify_partition_file(name: str) -> FileName:
         return FileName(name, FileKind.QUORUM_STATE)
     if name == BOOTSTRAP_CHECKPOINT_FILE:
         return FileName(name, FileKind.BOOTSTRAP_CHECKPOINT)
-    kraft = _classify_kraft_snapshot(name)
+    kraft = _classify_kraft_snapshot(name) if ".checkpoint" in name else None
     if kraft is not None:
         return kraft
 

@@ -22,6 +22,7 @@ _FLOCK = "hhqqi4x"
 
 # Reads larger than this are split: os.pread allocates the whole length up front.
 _MAX_READ_CHUNK = 1 << 26
+_UNCLAMPED_READ = 1 << 20
 
 
 @contextmanager
@@ -50,8 +51,10 @@ class OsFile(DiskFile):
         _check_position(position, self.path)
         if length < 0:
             raise ValueError(f"negative read length {length} for {self.path}")
-        # Clamp to the file so a bogus length never allocates more than the file holds.
-        length = min(length, max(0, self.size() - position))
+        # Clamp to the file so a bogus length never allocates more than the file holds (a small
+        # read is bounded anyway: pread returns what there is, without the fstat).
+        if length > _UNCLAMPED_READ:
+            length = min(length, max(0, self.size() - position))
         if length <= _MAX_READ_CHUNK:
             with _path_errors(self.path, descriptor=True):
                 return os.pread(self._fd, length, position)
@@ -160,6 +163,20 @@ _TYPES = (
 )
 
 
+def _entry_type(entry: os.DirEntry) -> str:
+    if entry.is_symlink():
+        return "symlink"
+    if entry.is_dir(follow_symlinks=False):
+        return "dir"
+    if entry.is_file(follow_symlinks=False):
+        return "file"
+    try:
+        mode = entry.stat(follow_symlinks=False).st_mode
+    except FileNotFoundError:
+        return "missing"
+    return next((name for test, name in _TYPES if test(mode)), "file")
+
+
 class OsDisk(Disk):
     def open(self, path: str, *, write: bool = False, create: bool = False) -> OsFile:
         writable = write or create
@@ -203,6 +220,12 @@ class OsDisk(Disk):
     def list_dir(self, path: str) -> list[str]:
         with _path_errors(path):
             return sorted(os.listdir(path))
+
+    def list_dir_types(self, path: str) -> list[tuple[str, str]]:
+        """The directory's entry types as `readdir` gives them; an lstat only for the rest."""
+        with _path_errors(path), os.scandir(path) as entries:
+            typed = [(entry.name, _entry_type(entry)) for entry in entries]
+        return sorted(typed)
 
     def make_dirs(self, path: str) -> None:
         with _path_errors(path):

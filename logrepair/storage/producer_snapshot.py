@@ -66,11 +66,18 @@ def decode_snapshot(data) -> list[ProducerSnapshotEntry]:
     return _decode(lambda position, length: view[position : position + length], len(view))
 
 
+_READ_WHOLE = 1 << 16
+
+
 def read_snapshot(disk: Disk, path: str) -> list[ProducerSnapshotEntry]:
-    """Reads in bounded chunks: a garbage file costs no memory, only a valid one its entries."""
+    """Reads in bounded chunks: a garbage file costs no memory, only a valid one its entries (a
+    small file is read in one call)."""
     with disk.open(path) as f:
+        size = f.size()
         try:
-            return _decode(f.read_at, f.size())
+            if size <= _READ_WHOLE:
+                return decode_snapshot(f.read_at(0, size))
+            return _decode(f.read_at, size)
         except CorruptSnapshotError as e:
             raise CorruptSnapshotError(f"{e} ({path})") from None
 

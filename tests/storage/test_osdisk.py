@@ -52,6 +52,18 @@ def test_large_read_is_split_but_whole(disk: OsDisk, root: str, monkeypatch) -> 
         assert f.read_at(7, 4000) == data[7:4007]
 
 
+def test_list_dir_types_is_one_listing_of_file_type(disk: OsDisk, root: str) -> None:
+    """The scan's one listing per partition dir says what `file_type` says of each name."""
+    open(join(root, "b.log"), "wb").close()
+    os.mkdir(join(root, "a-0"))
+    os.symlink(join(root, "b.log"), join(root, "c.index"))
+    os.symlink(join(root, "nowhere"), join(root, "d.index"))
+    os.mkfifo(join(root, "e.log"))
+    expected = [(n, disk.file_type(join(root, n))) for n in disk.list_dir(root)]
+    assert [t for _, t in expected] == ["dir", "file", "symlink", "symlink", "fifo"]
+    assert disk.list_dir_types(root) == expected
+
+
 def test_negative_positions_are_value_errors(disk: OsDisk, root: str) -> None:
     with disk.open(join(root, "f"), create=True) as f:
         with pytest.raises(ValueError):
@@ -67,6 +79,7 @@ def test_errors_name_the_path(disk: OsDisk, root: str) -> None:
     for call in (
         lambda: disk.open(missing),
         lambda: disk.list_dir(missing),
+        lambda: disk.list_dir_types(missing),
         lambda: disk.size(missing),
         lambda: disk.unlink(missing),
         lambda: disk.fsync_dir(missing),

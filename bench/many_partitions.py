@@ -1,0 +1,165 @@
+"""A broker-sized log dir of many small partitions: verify, repair dry run, audit, index rebuild.
+
+Writes `--partitions` partition dirs (default 1,000) with the project's own storage `Log` through a
+`LogDir`, closed cleanly (so the root checkpoints and the clean-shutdown marker are the broker's):
+each partition gets 1–3 segments of 64 KiB–1 MiB (seeded, so runs compare), of batches of one of
+several codecs (none, gzip, snappy, lz4, zstd), with their indexes, leader-epoch checkpoint and
+producer snapshots. Then times, each in a child process over a warm page cache, best of `--runs`:
+
+- the bare loop: open every `.log` and CRC-32C the whole file (the floor any checker pays);
+- `logrepair verify --json`, `repair --mode kafka --dry-run`, `audit --json` and
+  `rebuild-index --dry-run`.
+
+Ratios are the bare loop's time over each command's (1.00x = as fast as the bare loop); the goal
+of issue 16 is >= 0.5x. `--dir` keeps the log dir (reused by a later run with the same options).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+from logrepair.format.batch import Record, build_batch
+from logrepair.format.compression import Codec
+from logrepair.storage.layout import TopicPartition
+from logrepair.storage.log_config import LogConfig
+from logrepair.storage.logdir import LogDir
+from logrepair.storage.osdisk import OsDisk
+
+KiB = 1024
+CODECS = (Codec.NONE, Codec.GZIP, Codec.SNAPPY, Codec.LZ4, Codec.ZSTD)
+TOPICS = 40
+
+
+def batch_template(codec: int, rng: random.Random) -> bytes:
+    """One batch of ~16 KiB of half-compressible values; base offset and leader epoch lie outside
+    the CRC, so stamping them keeps the batch valid."""
+    words = [b"order", b"user", b"click", b"view", b"cart", b"pay", b"ship", b"refund"]
+    records = []
+    for i in range(64):
+        value = b" ".join(rng.choice(words) for _ in range(20)) + rng.randbytes(120)
+        records.append(Record(i, 1_700_000_000_000 + i, b"key-%06d" % rng.randrange(10**6), value))
+    return build_batch(records, base_offset=0, codec=codec)
+
+
+def write_log_dir(path: str, partitions: int, seed: int = 16) -> int:
+    """The log dir; returns the bytes of `.log` written."""
+    rng = random.Random(seed)
+    templates = {codec: batch_template(codec, rng) for codec in CODECS}
+    disk = OsDisk()
+    total = 0
+    logdir = LogDir.open(disk, path, create=True)
+    try:
+        for n in range(partitions):
+            tp = TopicPartition(f"topic-{n % TOPICS}", n // TOPICS)
+            segment_bytes = rng.randint(64 * KiB, 1024 * KiB)
+            segments = rng.randint(1, 3)
+            log = logdir.create_log(tp, LogConfig(segment_bytes=segment_bytes))
+            template = bytearray(templates[CODECS[n % len(CODECS)]])
+            per_append = max(1, segment_bytes // len(template))  # one append fills a segment
+            count = per_append * segments
+            offset = 0
+            for first in range(0, count, per_append):
+                chunk = bytearray()
+                for _ in range(min(per_append, count - first)):
+                    template[0:8] = offset.to_bytes(8, "big")
+                    template[12:16] = (n % 3).to_bytes(4, "big")  # partition leader epoch
+                    chunk += template
+                    offset += 64
+                log.append_batches(bytes(chunk))
+                total += len(chunk)
+            log.close()  # its file handles: thousands of open logs pass the open-file limit
+    finally:
+        logdir.close()
+    return total
+
+
+BARE = r"""
+import os, sys, time
+from logrepair.format.crc import crc32c
+c0 = time.process_time()
+n = 0
+for entry in os.scandir(sys.argv[1]):
+    if entry.is_dir():
+        for name in os.listdir(entry.path):
+            if name.endswith(".log"):
+                with open(os.path.join(entry.path, name), "rb") as f:
+                    crc32c(f.read())
+                n += 1
+print(time.process_time() - c0)
+"""
+
+TIMED = r"""
+import contextlib, io, sys, time
+from logrepair.cli import main
+c0 = time.process_time()
+with contextlib.redirect_stdout(io.StringIO()):
+    code = main(sys.argv[1:])
+print(time.process_time() - c0, code)
+"""
+
+COMMANDS = {
+    "verify --json": ["verify", "--json"],
+    "repair --mode kafka --dry-run": ["repair", "--mode", "kafka", "--dry-run"],
+    "audit --json": ["audit", "--json"],
+    "rebuild-index --dry-run": ["rebuild-index", "--dry-run"],
+}
+
+
+def cpu_seconds(code: str, *args: str) -> float:
+    """CPU seconds of one child run (`time.process_time`, so other load disturbs it less)."""
+    env = dict(os.environ)
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
+    proc = subprocess.run(
+        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"{args} failed: {proc.stderr[-2000:]}")
+    seconds, *status = proc.stdout.split()
+    if status and status[0] not in ("0", "1"):
+        raise RuntimeError(f"{args} exited {status[0]}")
+    return float(seconds)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m bench many_partitions", description=__doc__.splitlines()[0]
+    )
+    p.add_argument("--partitions", type=int, default=1000, help="partition dirs (default 1000)")
+    p.add_argument("--runs", type=int, default=2, help="best of this many runs (default 2)")
+    p.add_argument("--dir", help="log dir to write (or reuse); default a temp dir, removed after")
+    p.add_argument(
+        "--only", action="append", choices=list(COMMANDS), help="time only these commands"
+    )
+    args = p.parse_args(argv)
+    keep = args.dir is not None
+    path = args.dir or os.path.join(tempfile.mkdtemp(prefix="bench-many-"), "kafka-logs")
+    try:
+        if not os.path.exists(os.path.join(path, "recovery-point-offset-checkpoint")):
+            t0 = time.perf_counter()
+            size = write_log_dir(path, args.partitions)
+            print(
+                f"wrote {args.partitions} partitions, {size / 2**30:.2f} GiB of .log "
+                f"in {time.perf_counter() - t0:.0f} s"
+            )
+        cpu_seconds(BARE, path)  # warm the page cache
+        bare = min(cpu_seconds(BARE, path) for _ in range(args.runs))
+        print(f"{'bare loop (open + CRC-32C every .log)':<36} {bare:7.2f} s   1.00x")
+        for name in args.only or COMMANDS:
+            seconds = min(cpu_seconds(TIMED, *COMMANDS[name], path) for _ in range(args.runs))
+            print(f"{name:<36} {seconds:7.2f} s   {bare / seconds:4.2f}x")
+    finally:
+        if not keep:
+            shutil.rmtree(os.path.dirname(path), ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
