@@ -108,12 +108,13 @@ def _change(pair: tuple[int | None, int | None]) -> str:
     return before if before == after else f"{before} -> {after}"
 
 
-def partition_actions(p: PartitionScan, actions: list[Action]) -> list[Action]:
-    """The actions on files of partition `p` (by path relative to the repaired PATH)."""
-    if not p.rel:
-        return [a for a in actions if "/" not in a.file]
-    prefix = p.rel + "/"
-    return [a for a in actions if a.file.startswith(prefix)]
+def actions_by_dir(actions: list[Action]) -> dict[str, list[Action]]:
+    """The actions grouped by the directory (relative to the repaired PATH) of their file, ""
+    for PATH itself: one pass, however many partitions the log dir holds."""
+    out: dict[str, list[Action]] = {}
+    for a in actions:
+        out.setdefault(a.file.rpartition("/")[0], []).append(a)
+    return out
 
 
 def partition_loss(
@@ -197,11 +198,12 @@ def plan_losses(
     """The loss of every partition the plan touches, from each partition's plan and its log end as
     checkpoints are held to, and the root checkpoints as the plan leaves them (`after`)."""
     out = []
+    by_dir = actions_by_dir(plan.actions)
     for pp, end in partition_plans:
         p = pp.p
         loss = partition_loss(
             p,
-            partition_actions(p, plan.actions),
+            by_dir.get(p.rel, []),
             gaps=pp.gaps,
             missing=[
                 (f.offset, f.last_offset)

@@ -200,7 +200,10 @@ def _plan_leader_epochs(pp: PartitionPlan, epochs_from: int | None, *, keep_data
     entries = [(e.epoch, e.start_offset) for e in cache]
     prefix = p.file("")
     # (a `-delete` dir is never flushed nor checkpointed: Kafka only deletes it)
-    changed = p.dir_kind != "delete" and any(a.file.startswith(prefix) for a in pp.plan.actions)
+    # (a log dir's partitions are planned one after another: only this one's actions can be in
+    # its dir; a partition dir on its own also counts what was planned before it, at its root)
+    mine = pp.plan.actions[pp.first_action :] if p.rel else pp.plan.actions
+    changed = p.dir_kind != "delete" and any(a.file.startswith(prefix) for a in mine)
     if written is None and p.leader_epoch_malformed is None and not (entries and changed):
         # Kafka creates the file at load from what it recovers; only a repair that moves the
         # recovery point past those segments (it changed the partition) must write it

@@ -56,6 +56,9 @@ class PartitionPlan:
     p: PartitionScan
     plan: Plan
     segs: list[Seg] = field(default_factory=list)
+    first_action: int = field(init=False)
+    """Where this partition's actions start in `plan.actions`: partitions are planned one after
+    another, so what it changed is looked for there, not in the whole log dir's plan."""
     deleted: set[str] = field(default_factory=set)
     created: list[Seg] = field(default_factory=list)
     data_removed: bool = False
@@ -77,6 +80,7 @@ class PartitionPlan:
 
     def __post_init__(self) -> None:
         self.log_start = self.p.log_start_checkpoint
+        self.first_action = len(self.plan.actions)
 
     def start_from_data(self) -> None:
         """Salvage and point-in-time: a log start checkpointed past the log end would hide every
