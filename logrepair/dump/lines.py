@@ -13,6 +13,7 @@ from ..decoders import DecodeError, format_kraft_control, is_kraft_control
 from ..format.batch import Record, codec_name
 from ..format.control import ControlType, EndTransactionMarker, parse_control_key
 from ..format.errors import Defect, FormatError
+from ..storage.java_text import utf8
 
 RECORD_INDENT = "|"
 
@@ -124,11 +125,8 @@ def _control_part(record: Record) -> str:
 def string_parser(
     key: bytes | None, value: bytes | None, offset: int
 ) -> tuple[str | None, str | None]:
-    """Kafka's default `StringDecoder`: UTF-8, malformed bytes replaced."""
-    return (
-        None if key is None else key.decode("utf-8", "replace"),
-        None if value is None else value.decode("utf-8", "replace"),
-    )
+    """Kafka's default `StringDecoder`: UTF-8, malformed bytes replaced as Java replaces them."""
+    return (None if key is None else utf8(key), None if value is None else utf8(value))
 
 
 def defect_line(defect: Defect) -> str:
