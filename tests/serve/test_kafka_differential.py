@@ -21,17 +21,27 @@ from logrepair.format.walker import Walker
 from logrepair.protocol.codec import decode_response, encode_request
 from logrepair.protocol.schema import APIS
 from simulator.serve.testing import ServeThread
-
-from .kafka_broker import KafkaBroker, KafkaUnavailable
+from tests.kafka import harness
+from tests.kafka.broker import Broker, BrokerError
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def kafka(tmp_path_factory):
+    """The harness's real broker (tests/kafka), configured as `logsim serve`'s defaults are."""
     try:
-        broker = KafkaBroker(tmp_path_factory.mktemp("kafka"))
-    except KafkaUnavailable as e:
+        harness.ensure_built()
+        broker = Broker(
+            tmp_path_factory.mktemp("kafka") / "data",
+            settings={
+                "auto.create.topics.enable": "true",
+                "offsets.topic.num.partitions": 1,
+                "transaction.state.log.num.partitions": 50,
+            },
+        )
+        broker.start()
+    except (harness.HarnessUnavailable, BrokerError) as e:
         if os.environ.get("CI"):
             pytest.fail(f"Kafka oracle required under CI: {e}", pytrace=False)
         pytest.skip(str(e))
@@ -210,7 +220,7 @@ def _batches(data: bytes) -> list[dict]:
 
 
 def test_logsim_serve_answers_as_kafka_does(kafka) -> None:
-    theirs = _script(kafka.port)
+    theirs = _script(kafka.ports[0])
     with ServeThread([]) as ours_broker:
         ours = _script(ours_broker.port)
     differences = {k: (ours[k], theirs[k]) for k in theirs if ours[k] != theirs[k]}
