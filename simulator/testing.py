@@ -58,18 +58,27 @@ def repair_modes() -> st.SearchStrategy[str]:
 
 @st.composite
 def workload_specs(
-    draw, max_appends: int = 30, max_partitions: int = 2, truncations: bool = True
+    draw,
+    max_appends: int = 30,
+    max_partitions: int = 2,
+    truncations: bool = True,
+    index_intervals: bool = False,
+    compaction: bool = False,
 ) -> WorkloadSpec:
     """Small workloads over the whole parameter space (codecs, transactions, retention, ...).
 
     `truncations=False` leaves out follower truncations: a lost fsync of a truncation can make a
     stale segment overlap a newer one, which `kafka` mode leaves as Kafka does
-    (scenarios/truncation-fsync-lost.toml)."""
+    (scenarios/truncation-fsync-lost.toml). `index_intervals` also varies the index interval and
+    `compaction` compacts the log at the end."""
+    extra = {}
     lo = draw(st.integers(8, 120))
     segment_bytes = draw(st.sampled_from([600, 1200, 4096]))
     records = draw(st.integers(1, 4))
     # Keep every batch within a segment: Kafka refuses a batch larger than segment.bytes.
     hi = min(lo + draw(st.integers(0, 200)), (segment_bytes - 200) // records - 20)
+    if index_intervals:
+        extra["index_interval_bytes"] = draw(st.sampled_from([0, 64, 256, 4096]))
     return WorkloadSpec(
         seed=draw(st.integers(0, 2**16)),
         partitions=draw(st.integers(1, max_partitions)),
@@ -82,12 +91,14 @@ def workload_specs(
         ),
         transactions=draw(st.sampled_from([0.0, 0.3, 1.0])),
         segment_bytes=segment_bytes,
+        **extra,
         flush_every=draw(st.integers(0, 6)),
         checkpoint_every=draw(st.integers(0, 6)),
         retention_bytes=draw(st.sampled_from([-1, 2500])),
         retention_every=draw(st.integers(0, 5)),
         truncate_every=draw(st.sampled_from([0, 7])) if truncations else 0,
         leader_epoch_every=draw(st.sampled_from([0, 5])),
+        compact_at_end=compaction and draw(st.booleans()),
     )
 
 

@@ -20,46 +20,16 @@ from hypothesis import strategies as st
 from logrepair.storage import layout
 from simulator.faults import CRASH_FAULTS
 from simulator.inject import INJECT_FAULTS
-from simulator.workload import CODECS, WorkloadSpec
+from simulator.testing import workload_specs
 from tests.recovery.builders import log_with_records
 
 from . import harness
 from .differential import Case, compare, random_case, run_case
 
-
-@st.composite
-def workload_specs(draw) -> WorkloadSpec:
-    """The space `differential.random_spec` samples, drawn so that hypothesis can shrink it."""
-    segment_bytes = draw(st.sampled_from([600, 1200, 4096]))
-    records = draw(st.integers(1, 4))
-    lo = draw(st.integers(8, 120))
-    hi = min(lo + draw(st.integers(0, 200)), (segment_bytes - 200) // records - 20)
-    return WorkloadSpec(
-        seed=draw(st.integers(0, 2**16)),
-        partitions=draw(st.integers(1, 2)),
-        appends=draw(st.integers(1, 40)),
-        records=(1, records),
-        record_bytes=(min(lo, hi), hi),
-        keys=draw(st.integers(0, 8)),
-        codecs=tuple(
-            draw(st.lists(st.sampled_from(list(CODECS)), min_size=1, max_size=3, unique=True))
-        ),
-        transactions=draw(st.sampled_from([0.0, 0.3, 1.0])),
-        segment_bytes=segment_bytes,
-        index_interval_bytes=draw(st.sampled_from([0, 64, 256, 4096])),
-        flush_every=draw(st.integers(0, 6)),
-        checkpoint_every=draw(st.integers(0, 6)),
-        retention_bytes=draw(st.sampled_from([-1, 2500])),
-        retention_every=draw(st.integers(0, 5)),
-        truncate_every=draw(st.sampled_from([0, 7])),
-        leader_epoch_every=draw(st.sampled_from([0, 5])),
-        compact_at_end=draw(st.booleans()),
-    )
-
-
 cases = st.builds(
     Case,
-    workload_specs(),
+    # the space `differential.random_spec` samples, drawn so that hypothesis can shrink it
+    workload_specs(max_appends=40, index_intervals=True, compaction=True),
     st.integers(0, 400),
     st.sampled_from(list(CRASH_FAULTS)),
     st.integers(0, 7),
