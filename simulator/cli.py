@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from logrepair import __version__
 from logrepair.recovery import notation
+from simulator.argtypes import int_in
 from simulator.disk import PersistenceModel
 from simulator.explore import ALL_FAULTS, ExploreError, ExploreOptions, explore, shrink
 from simulator.faults import CRASH_FAULTS
@@ -356,7 +357,7 @@ def _explore_parser(sub) -> None:
     )
     c.add_argument(
         "--samples",
-        type=int,
+        type=int_in(1),
         help="this many random crash points instead of every operation (default: every one)",
     )
     c.add_argument(
@@ -436,7 +437,9 @@ def build_parser() -> argparse.ArgumentParser:
         "loss with kafka mode and salvage",
     )
     rep.add_argument("--appends", type=int, default=60, help="leader appends (default 60)")
-    rep.add_argument("--samples", type=int, default=50, help="crash points sampled (default 50)")
+    rep.add_argument(
+        "--samples", type=int_in(1), default=50, help="crash points sampled (default 50)"
+    )
     rep.add_argument("--seed", type=int, default=0, help="workload and crash-point seed")
     rep.add_argument("--leader-every", type=int, default=15, help="appends between elections")
     rep.add_argument("--unclean-at", type=int, help="an unclean leader election after N appends")

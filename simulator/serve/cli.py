@@ -10,6 +10,7 @@ import sys
 from contextlib import ExitStack
 
 from logrepair.storage.log_config import LONG_MAX, LogConfig
+from simulator.argtypes import PORT
 from simulator.faults import CRASH_FAULTS
 from simulator.repair import MODES
 
@@ -39,8 +40,8 @@ class ServeUsageError(ValueError):
 def add_parsers(sub, usage_error: type[Exception]) -> None:
     """Registers `serve` and `verdict` on logsim's subparsers."""
     s = sub.add_parser("serve", help="a crashable Kafka broker on 127.0.0.1 for client chaos tests")
-    s.add_argument("--port", type=int, default=9092, help="Kafka port (0: any free one)")
-    s.add_argument("--admin-port", type=int, default=0, help="admin HTTP port (0: any free one)")
+    s.add_argument("--port", type=PORT, default=9092, help="Kafka port (0: any free one)")
+    s.add_argument("--admin-port", type=PORT, default=0, help="admin HTTP port (0: any free one)")
     s.add_argument("--disk", choices=("sim", "os"), default="sim")
     s.add_argument("--log-dir", help=f"log dir (default {SIM_LOG_DIR} on the simulated disk)")
     s.add_argument("--flush-messages", type=int, help="flush.messages (default: never)")

@@ -141,3 +141,19 @@ def test_help_says_what_every_option_means() -> None:
     assert "--out COPY" in text and "--in-place: one of the two is required" in text
     assert all(kind in text for kind in INJECT_FAULTS)
     assert logsim("--version").stdout.startswith("logsim ")
+
+
+@pytest.mark.parametrize(
+    "args, says",
+    [
+        (["serve", "--port", "99999"], "argument --port: 99999 is out of range: from 0 to 65535"),
+        (["serve", "--admin-port", "-1"], "argument --admin-port: -1 is out of range"),
+        (["explore", "--samples", "0"], "argument --samples: 0 is out of range: at least 1"),
+        (["replicas", "--samples", "-3"], "argument --samples: -3 is out of range: at least 1"),
+    ],
+)
+def test_numbers_out_of_range_are_one_usage_line(args: list[str], says: str) -> None:
+    r = logsim(*args)
+    assert r.returncode == 2
+    assert says in r.stderr
+    assert "internal error" not in r.stderr and "Traceback" not in r.stderr
