@@ -20,6 +20,12 @@ INT_MAX = 2**31 - 1
 _TXN_ENDS = (ControlType.COMMIT, ControlType.ABORT)
 
 
+def summarize_details(disk: Disk, task: SegmentTask) -> SegmentSummary:
+    """One segment's summary with every batch's details, as the scan summaries keep it (in a
+    worker process, or here)."""
+    return summarize_segment(disk, task, details=True)
+
+
 def summarize_segment(disk: Disk, task: SegmentTask, *, details: bool = False) -> SegmentSummary:
     """Scans `task.file`; never raises for bad bytes (they become defects) or for I/O errors
     (they become `scan_error`, so one unreadable file does not fail a fleet audit). `details`

@@ -19,7 +19,8 @@ from ..storage.producer_state import ProducerState, ProducerStateError
 from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 from . import indexes
 from .plan import Action, Plan
-from .scan import LogDirScan
+from .scan import LogDirScan, PartitionScan
+from .state_checks import Checkpoints
 
 
 def txn_entries_by_segment(
@@ -80,59 +81,77 @@ def txn_entries_by_segment(
 
 
 def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
-    """Rebuild actions for every index that differs from what the log says it should be."""
+    """Rebuild actions for every index that differs from what the log says it should be, partition
+    by partition (those planned beside their scan, `rebuild_partition`, taken as they are)."""
     plan = Plan("rebuild-index", scan.root)
     for p in scan.partitions:
-        if p.left_alone is not None:
-            plan.notes.append(f"{printable(p.rel or p.path)}: left as it is: {p.left_alone}")
+        own = scan.prepared.get(p.rel)
+        if not isinstance(own, Plan) or own.mode != plan.mode:
+            own = Plan(plan.mode, scan.root)
+            _plan_partition(disk, p, own)
+        plan.actions.extend(own.actions)
+        plan.notes.extend(own.notes)
+    return plan
+
+
+def rebuild_partition(p: PartitionScan, checkpoints: Checkpoints, root: str) -> Plan:
+    """`scan_path`'s step for rebuild-index: the partition's rebuild actions and notes, made where
+    it was scanned (the offset, time and transaction indexes are each built from its logs)."""
+    plan = Plan("rebuild-index", root)
+    _plan_partition(p.disk, p, plan)
+    return plan
+
+
+def _plan_partition(disk: Disk, p: PartitionScan, plan: Plan) -> None:
+    if p.left_alone is not None:
+        plan.notes.append(f"{printable(p.rel or p.path)}: left as it is: {p.left_alone}")
+        return
+    bases = [s.base_offset for s in p.segments]
+    txn, problems = txn_entries_by_segment(disk, p.path, bases, p.settings.max_batch_size)
+    plan.notes.extend(problems)
+    for seg in p.segments:
+        if seg.misnamed or any(f.kind == "offset_overflow" for f in seg.findings):
+            plan.notes.append(
+                f"{seg.name}: offsets outside the segment's relative range; its indexes "
+                "cannot be built (repair --mode salvage renames or splits the segment)"
+            )
             continue
-        bases = [s.base_offset for s in p.segments]
-        txn, problems = txn_entries_by_segment(disk, p.path, bases, p.settings.max_batch_size)
-        plan.notes.extend(problems)
-        for seg in p.segments:
-            if seg.misnamed or any(f.kind == "offset_overflow" for f in seg.findings):
-                plan.notes.append(
-                    f"{seg.name}: offsets outside the segment's relative range; its indexes "
-                    "cannot be built (repair --mode salvage renames or splits the segment)"
-                )
-                continue
-            log = join(p.path, layout.log_file_name(seg.base_offset))
-            wanted = dict(
-                indexes.rebuild(
-                    disk,
-                    log,
-                    p.settings.index_interval_bytes,
-                    verify_crc=True,
-                    max_batch_size=p.settings.max_batch_size,
+        log = join(p.path, layout.log_file_name(seg.base_offset))
+        wanted = dict(
+            indexes.rebuild(
+                disk,
+                log,
+                p.settings.index_interval_bytes,
+                verify_crc=True,
+                max_batch_size=p.settings.max_batch_size,
+            )
+        )
+        stem = seg.name[: -len(layout.LOG_SUFFIX)]
+        stale = False
+        for path, content in wanted.items():
+            suffix = path[path.rindex(".") :]
+            current = stem + suffix
+            if current.rpartition("/")[2] not in p.files or disk.read_file(path) != content:
+                stale = True
+        if stale:
+            plan.actions.append(
+                Action(
+                    "rebuild_indexes",
+                    seg.name,
+                    "rebuilt from the log",
+                    index_interval_bytes=p.settings.index_interval_bytes,
                 )
             )
-            stem = seg.name[: -len(layout.LOG_SUFFIX)]
-            stale = False
-            for path, content in wanted.items():
-                suffix = path[path.rindex(".") :]
-                current = stem + suffix
-                if current.rpartition("/")[2] not in p.files or disk.read_file(path) != content:
-                    stale = True
-            if stale:
-                plan.actions.append(
-                    Action(
-                        "rebuild_indexes",
-                        seg.name,
-                        "rebuilt from the log",
-                        index_interval_bytes=p.settings.index_interval_bytes,
-                    )
+        txn_name = stem + layout.TXN_INDEX_SUFFIX
+        txn_path = join(p.path, layout.txn_index_file_name(seg.base_offset))
+        exists = txn_name.rpartition("/")[2] in p.files
+        content = txn.get(seg.base_offset, b"")
+        if (exists and disk.read_file(txn_path) != content) or (not exists and content):
+            plan.actions.append(
+                Action(
+                    "write_file",
+                    txn_name,
+                    "aborted transactions replayed from the log",
+                    content=content,
                 )
-            txn_name = stem + layout.TXN_INDEX_SUFFIX
-            txn_path = join(p.path, layout.txn_index_file_name(seg.base_offset))
-            exists = txn_name.rpartition("/")[2] in p.files
-            content = txn.get(seg.base_offset, b"")
-            if (exists and disk.read_file(txn_path) != content) or (not exists and content):
-                plan.actions.append(
-                    Action(
-                        "write_file",
-                        txn_name,
-                        "aborted transactions replayed from the log",
-                        content=content,
-                    )
-                )
-    return plan
+            )

@@ -12,8 +12,9 @@ parent is its log dir, and repair recovers such a partition whole (recovery poin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..storage import layout
 from ..storage.disk import SPECIAL_TYPES, Disk, join
@@ -139,6 +140,9 @@ class LogDirScan:
     checkpoints: Checkpoints = field(default_factory=Checkpoints)
     deep: bool = False
     """Every record was decoded (`--deep-iteration`); else only batches were checked."""
+    prepared: dict[str, object] = field(default_factory=dict, compare=False)
+    """What `scan_path`'s step made of each partition scanned in a worker (by its dir, `rel`):
+    its share of a plan, made beside its scan; empty for a serial scan."""
 
     @property
     def clean(self) -> bool:
@@ -221,10 +225,18 @@ def _is_real_dir(disk: Disk, path: str) -> bool:
 
 
 def scan_path(
-    disk: Disk, path: str, settings: Settings, progress: Progress | None = None
+    disk: Disk,
+    path: str,
+    settings: Settings,
+    progress: Progress | None = None,
+    partitions: PartitionMapper | None = None,
+    then: PartitionStep | None = None,
 ) -> LogDirScan:
     """Scans PATH: a partition dir on its own, or a log dir's root files → its partitions → its
-    checkpoints held against what the partitions hold."""
+    checkpoints held against what the partitions hold. `partitions` runs `scan_partition_dir` over
+    the partition dirs, in their order (`logrepair.pool` spreads them over worker processes,
+    which get their own copy of `disk`), each followed there by `then` (its share of a plan:
+    `LogDirScan.prepared`); None scans them one after the other here, and `then` is not run."""
     path = path.rstrip("/") or "/"
     is_log_dir = classify(disk, path)
     result = LogDirScan(path, is_log_dir, deep=settings.deep_iteration)
@@ -237,12 +249,61 @@ def scan_path(
     entries = {name: _look(disk, join(path, name), name, settings, t) for name, t in listing}
     files = [name for name, (kind, _) in entries.items() if kind == "file"]
     result.checkpoints = read_root_checkpoints(disk, path, files, result.findings)
+    dirs: list[str] = []
     for name, (kind, finding) in entries.items():
         if finding is not None:
             result.findings.append(finding)
-        _scan_log_dir_entry(disk, result, name, kind, settings, progress)
+        if _check_log_dir_entry(disk, result, name, kind):
+            dirs.append(name)
+    if partitions is None:
+        for name in dirs:
+            p = _scan_partition(
+                disk, join(path, name), name, name, settings, result.checkpoints, progress
+            )
+            result.partitions.append(p)
+    else:
+        context = (disk, path, settings, result.checkpoints, then)
+        for p, done in partitions(scan_partition_dir, context, dirs):
+            p.disk = disk
+            if progress is not None:
+                progress(p.bytes)
+            result.partitions.append(p)
+            if done is not None:
+                result.prepared[p.rel] = done
     check_checkpoint_bounds(result)
     return result
+
+
+PartitionStep = Callable[[PartitionScan, Checkpoints, str], object]
+"""Work on one partition right after its scan and where it was scanned, given the log dir's
+checkpoints and path: a repair's plan of that partition (picklable: a module-level function or a
+`functools.partial` of one)."""
+
+PartitionContext = tuple[Disk, str, Settings, Checkpoints, PartitionStep | None]
+"""What every partition dir of a log dir is scanned with: the Disk, the log dir, the settings,
+its checkpoints, and the step that follows each scan."""
+
+
+class PartitionMapper(Protocol):
+    """Runs `task(context, name)` for each partition dir name, yielding the results in order."""
+
+    def __call__(
+        self,
+        task: Callable[[PartitionContext, str], tuple[PartitionScan, object]],
+        context: PartitionContext,
+        items: list[str],
+    ) -> Iterator[tuple[PartitionScan, object]]: ...
+
+
+def scan_partition_dir(context: PartitionContext, name: str) -> tuple[PartitionScan, object]:
+    """The partition dir `name` of the log dir scanned on its own (in a worker process, or here),
+    and what the context's step made of it. It comes back without its Disk (the caller's is put
+    back); the rest is what the serial scan holds of it."""
+    disk, root, settings, checkpoints, then = context
+    p = _scan_partition(disk, join(root, name), name, name, settings, checkpoints, None)
+    done = None if then is None else then(p, checkpoints, root)
+    p.disk = None
+    return p, done
 
 
 def _look(
@@ -264,36 +325,26 @@ def _look(
     return kind, None
 
 
-def _scan_log_dir_entry(
-    disk: Disk,
-    result: LogDirScan,
-    name: str,
-    kind: str,
-    settings: Settings,
-    progress: Progress | None,
-) -> None:
-    """One entry of the log dir: a partition dir to scan, a root file Kafka keeps, or a finding.
-    Symlinks and special files have their finding already and are never read."""
+def _check_log_dir_entry(disk: Disk, result: LogDirScan, name: str, kind: str) -> bool:
+    """One entry of the log dir: True for a partition dir to scan; a root file Kafka keeps, or
+    a finding. Symlinks and special files have their finding already and are never read."""
     p = join(result.root, name)
     if kind == "dir":
         if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
-            return
+            return False
         try:
             parsed = layout.parse_partition_dir_name(name, p)
         except layout.LayoutError as e:
             result.findings.append(Finding("stray_directory", name, detail=str(e)))
-            return
+            return False
         problem = layout.topic_name_problem(parsed.topic_partition.topic)
         if problem is not None:
             why = f"{problem}: no broker made this directory, and its name cannot be a checkpoint entry"
             result.findings.append(Finding("stray_directory", name, detail=why))
-            return
-        result.partitions.append(
-            _scan_partition(disk, p, name, name, settings, result.checkpoints, progress)
-        )
-        return
+            return False
+        return True
     if kind != "file":
-        return
+        return False
     fn = layout.classify_log_dir_file(name)
     if fn.kind is FileKind.UNKNOWN:
         result.findings.append(
@@ -308,6 +359,7 @@ def _scan_log_dir_entry(
                 detail="left by an interrupted checkpoint write",
             )
         )
+    return False
 
 
 def _scan_partition(
