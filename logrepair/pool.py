@@ -100,23 +100,34 @@ class Pool:
         window: deque[Future] = deque(
             executor.submit(_run, c) for c in islice(chunks, workers * _WINDOW_PER_JOB)
         )
+        processes = list((executor._processes or {}).values())
         finished = False
         try:
             while window:
                 try:
                     results = window.popleft().result()
                 except BrokenProcessPool:
-                    raise WorkerDied(
-                        0,
-                        f"a worker process (--jobs {self.jobs}) ended without its results "
-                        "(killed, or out of memory); run again, or with --jobs 1",
-                    ) from None
+                    raise WorkerDied(0, _died(processes, self.jobs)) from None
                 for chunk in islice(chunks, 1):
                     window.append(executor.submit(_run, chunk))
                 yield from results
             finished = True
         finally:
             _stop(executor, window, abrupt=not finished)
+
+
+def _died(processes: list, jobs: int) -> str:
+    """What ended a worker: the first one's exit that the pool's own clean-up did not cause."""
+    for process in processes:
+        process.join(timeout=5)
+    codes = [p.exitcode for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
+    if codes and codes[0] < 0:
+        how = f"was killed by {signal.Signals(-codes[0]).name} (out of memory, or by hand;"
+    elif codes:
+        how = f"exited with status {codes[0]} ("
+    else:
+        how = "ended without its results ("
+    return f"a worker process of --jobs {jobs} {how} --jobs 1 scans without workers)"
 
 
 def _context(task: Callable) -> Any:
