@@ -8,10 +8,15 @@ producer snapshots. Then times, each in a child process over a warm page cache, 
 
 - the bare loop: open every `.log` and CRC-32C the whole file (the floor any checker pays);
 - `logrepair verify --json`, `repair --mode kafka --dry-run`, `audit --json` and
-  `rebuild-index --dry-run`.
+  `rebuild-index --dry-run`, each with `--jobs 1` (one core).
 
 Ratios are the bare loop's time over each command's (1.00x = as fast as the bare loop); the goal
 of issue 16 is >= 0.5x. `--dir` keeps the log dir (reused by a later run with the same options).
+
+`--jobs N` times each command instead with `--jobs 1` and `--jobs N` back to back (wall time: the
+work of a pool is in its workers), best of `--runs` each, and prints serial / pooled (goal >= 1.8x
+with N = 2 on two cores), with `audit --summaries-out` too, and the load average before and after:
+other work on the machine takes cores from the pool, not from the serial run.
 """
 
 from __future__ import annotations
@@ -98,10 +103,11 @@ print(time.process_time() - c0)
 TIMED = r"""
 import contextlib, io, sys, time
 from logrepair.cli import main
-c0 = time.process_time()
-with contextlib.redirect_stdout(io.StringIO()):
-    code = main(sys.argv[1:])
-print(time.process_time() - c0, code)
+if __name__ == "__main__":
+    c0, w0 = time.process_time(), time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(sys.argv[1:])
+    print(time.process_time() - c0, time.perf_counter() - w0, code)
 """
 
 COMMANDS = {
@@ -114,18 +120,51 @@ COMMANDS = {
 
 def cpu_seconds(code: str, *args: str) -> float:
     """CPU seconds of one child run (`time.process_time`, so other load disturbs it less)."""
+    return child_run(code, *args)[0]
+
+
+def child_run(code: str, *args: str) -> tuple[float, float]:
+    """CPU and wall seconds of one child run. The code runs from a file, as a program's main
+    module: a pool's workers import it again (as `__mp_main__`), which `python -c` code is not."""
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env
-    )
+    with tempfile.NamedTemporaryFile("w", suffix=".py") as script:
+        script.write(code)
+        script.flush()
+        proc = subprocess.run(
+            [sys.executable, script.name, *args], capture_output=True, text=True, env=env
+        )
     if proc.returncode != 0:
         raise RuntimeError(f"{args} failed: {proc.stderr[-2000:]}")
-    seconds, *status = proc.stdout.split()
+    cpu, *rest = proc.stdout.split()
+    status = rest[1:]
     if status and status[0] not in ("0", "1"):
         raise RuntimeError(f"{args} exited {status[0]}")
-    return float(seconds)
+    return float(cpu), float(rest[0]) if rest else float(cpu)
+
+
+def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> None:
+    """Each command with `--jobs 1` and `--jobs JOBS`, alternately, best wall time of `runs`."""
+    commands = dict(COMMANDS)
+    dest = tempfile.mkdtemp(prefix="bench-many-summaries-")
+    commands["audit --summaries-out"] = ["audit", "--summaries-out", dest, "--full-rescan"]
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    try:
+        for name in only or commands:
+            serial = pooled = float("inf")
+            for _ in range(runs):
+                serial = min(serial, child_run(TIMED, *commands[name], "--jobs", "1", path)[1])
+                pooled = min(
+                    pooled, child_run(TIMED, *commands[name], "--jobs", str(jobs), path)[1]
+                )
+            print(
+                f"{name:<36} --jobs 1 {serial:6.2f} s   --jobs {jobs} {pooled:6.2f} s   "
+                f"{serial / pooled:4.2f}x"
+            )
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +175,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=2, help="best of this many runs (default 2)")
     p.add_argument("--dir", help="log dir to write (or reuse); default a temp dir, removed after")
     p.add_argument(
-        "--only", action="append", choices=list(COMMANDS), help="time only these commands"
+        "--only",
+        action="append",
+        choices=[*COMMANDS, "audit --summaries-out"],
+        help="time only these commands",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="compare each command's --jobs 1 with --jobs N (wall time) instead of the bare loop",
     )
     args = p.parse_args(argv)
     keep = args.dir is not None
@@ -150,10 +198,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"in {time.perf_counter() - t0:.0f} s"
             )
         cpu_seconds(BARE, path)  # warm the page cache
+        if args.jobs is not None:
+            compare_jobs(path, args.jobs, args.runs, args.only)
+            return 0
         bare = min(cpu_seconds(BARE, path) for _ in range(args.runs))
         print(f"{'bare loop (open + CRC-32C every .log)':<36} {bare:7.2f} s   1.00x")
         for name in args.only or COMMANDS:
-            seconds = min(cpu_seconds(TIMED, *COMMANDS[name], path) for _ in range(args.runs))
+            command = [*COMMANDS[name], "--jobs", "1", path]  # one core: its CPU is the time
+            seconds = min(cpu_seconds(TIMED, *command) for _ in range(args.runs))
             print(f"{name:<36} {seconds:7.2f} s   {bare / seconds:4.2f}x")
     finally:
         if not keep:

@@ -123,6 +123,8 @@ def test_jobs_below_one_is_a_usage_line(tmp_path) -> None:
             assert (code, out) == (2, ""), (command, jobs)
             assert len(err.strip().splitlines()) == 1, err
             assert f"argument --jobs: '{jobs}' is not a number of jobs (1 or more)" in err, err
+    code, _, err = run("audit", "--spark", "local[2]", str(d), "--jobs", "2")
+    assert code == 2 and "on Spark the master sets the parallelism" in err, err
     proc = cli("repair", str(d), "--mode", "salvage", "--jobs", "0")
     one_line_error(proc)
     assert tree_digest(DISK, str(d)) == before

@@ -190,6 +190,11 @@ def _check_modes(args: argparse.Namespace, paths: list[str], master: str | None)
         raise InputError("logrepair audit: at least one PATH is required")
     if args.out and master is None:
         raise InputError("logrepair audit: --out needs --spark")
+    if args.jobs is not None and master is not None:
+        raise InputError(
+            "logrepair audit: --jobs is for the audit on this machine; on Spark the master sets "
+            "the parallelism (local[N] for N cores here)"
+        )
     if args.summaries_out:
         clash = [
             flag
