@@ -14,9 +14,9 @@ from ..pool import Mapper, serial
 from ..storage.disk import Disk
 from ..storage.osdisk import OsDisk
 from .checks import PartitionResult, audit_partition
-from .discovery import discover
+from .discovery import PartitionDir, discover_log_dirs, plan_partition
 from .fleet import build_report, compare_replicas, latest_commits, replica_groups
-from .model import AuditReport, BatchDigests, LogDirPlan, PartitionPlan
+from .model import AuditReport, BatchDigests, PartitionPlan
 from .segments import summarize_segment
 
 DEFAULT_RECOVERY_RATE = 100 * 2**20
@@ -38,14 +38,21 @@ def audit_paths(
     `partitions` (`logrepair.pool` spreads them over worker processes; None: one after the other
     here), then the fleet-wide checks here, in partition order."""
     disk = disk or OsDisk()
-    plans = discover(disk, paths)
-    replicated = _replicated(plans)
+    found = discover_log_dirs(disk, paths)
+    replicated = _replicated([d for _, dirs in found for d in dirs])
     work = [
-        PartitionWork(p, d.broker, d.clean_shutdown, (p.topic, p.partition) in replicated)
-        for d in plans
-        for p in d.partitions
+        PartitionWork(d, plan.broker, plan.clean_shutdown, _tp(d) in replicated)
+        for plan, dirs in found
+        for d in dirs
     ]
-    results = list((partitions or serial)(audit_one, disk, work))
+    done = iter((partitions or serial)(audit_one, disk, work))
+    results: list[PartitionResult] = []
+    for plan, dirs in found:
+        for _ in dirs:
+            partition, result = next(done)
+            plan.partitions.append(partition)
+            results.append(result)
+    plans = [plan for plan, _ in found]
     replicas = [compare_replicas(group) for group in replica_groups(results).values()]
     return build_report(
         plans,
@@ -58,9 +65,9 @@ def audit_paths(
 
 @dataclass(frozen=True, slots=True)
 class PartitionWork:
-    """One partition to audit, with what its log dir says about it."""
+    """One partition dir to audit, with what its log dir says about it."""
 
-    plan: PartitionPlan
+    dir: PartitionDir
     broker: str
     clean_shutdown: bool
     replicated: bool
@@ -68,22 +75,25 @@ class PartitionWork:
     batch digests."""
 
 
-def audit_one(disk: Disk, work: PartitionWork) -> PartitionResult:
-    """One partition scanned and checked (in a worker process, or here). Its batch digests (32
-    bytes a batch) are kept only where a replica comparison needs them, so what comes back is
-    small whatever the partition holds."""
-    summaries = [summarize_segment(disk, task) for task in work.plan.segments]
+def audit_one(disk: Disk, work: PartitionWork) -> tuple[PartitionPlan, PartitionResult]:
+    """One partition dir listed, scanned and checked (in a worker process, or here). Its batch
+    digests (32 bytes a batch) are kept only where a replica comparison needs them, so what comes
+    back is small whatever the partition holds."""
+    plan = plan_partition(disk, work.dir)
+    summaries = [summarize_segment(disk, task) for task in plan.segments]
     result = audit_partition(
-        work.plan, summaries, broker=work.broker, clean_shutdown=work.clean_shutdown
+        plan, summaries, broker=work.broker, clean_shutdown=work.clean_shutdown
     )
     if not work.replicated:
         result.digests = BatchDigests()
-    return result
+    return plan, result
 
 
-def _replicated(plans: list[LogDirPlan]) -> set[tuple[str, int]]:
+def _tp(d: PartitionDir) -> tuple[str, int]:
+    return d.parsed.topic_partition.topic, d.parsed.topic_partition.partition
+
+
+def _replicated(dirs: list[PartitionDir]) -> set[tuple[str, int]]:
     """The topic-partitions live under more than one log dir (`replica_groups`' rule)."""
-    seen: Counter[tuple[str, int]] = Counter(
-        (p.topic, p.partition) for d in plans for p in d.partitions if p.state == "live"
-    )
+    seen = Counter(_tp(d) for d in dirs if str(d.parsed.kind) == "live")
     return {tp for tp, n in seen.items() if n > 1}
