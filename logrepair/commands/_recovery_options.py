@@ -16,9 +16,10 @@ from .. import pool
 from ..cli import InputError
 from ..recovery.apply import JournalError
 from ..recovery.interrupted import ABANDON, FINISH, REPLAN
+from ..recovery.path_kind import NotALogDir, classify, total_log_bytes
 from ..recovery.repair import RepairFailed, RepairRefused, RepairResult
 from ..recovery.runs import lock_path
-from ..recovery.scan import NotALogDir, PartitionMapper, classify, total_log_bytes
+from ..recovery.scan import PartitionMapper
 from ..recovery.settings import (
     DEFAULT_INDEX_INTERVAL_BYTES,
     DEFAULT_MESSAGE_MAX_BYTES,

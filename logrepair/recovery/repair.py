@@ -33,6 +33,7 @@ from .journal import (
     remove_discarded,
     unmark_pending,
 )
+from .path_kind import classify
 from .plan import Plan
 from .planner import make_plan, plan_partition_alone
 from .rebuild import plan_rebuild, rebuild_partition
@@ -44,7 +45,7 @@ from .runs import (
     pending_marker,
     quarantine_roots,
 )
-from .scan import LogDirScan, PartitionMapper, PartitionStep, Progress, classify, scan_path
+from .scan import LogDirScan, PartitionMapper, PartitionStep, Progress, scan_path
 from .settings import Settings
 
 __all__ = ["RepairRefused", "RepairFailed", "RepairResult", "repair", "rebuild_indexes"]

@@ -19,8 +19,8 @@ from typing import Protocol
 from ..storage import layout
 from ..storage.disk import SPECIAL_TYPES, Disk, join
 from ..storage.layout import FileKind, TopicPartition, printable
-from ..storage.logdir import is_log_dir as is_kafka_log_dir
 from .findings import Finding
+from .path_kind import classify
 from .segment_scan import SegmentScan, scan_segment
 from .settings import Settings
 from .state_checks import (
@@ -32,20 +32,6 @@ from .state_checks import (
     load_leader_epochs,
     read_root_checkpoints,
 )
-
-ROOT_MARKERS = (
-    layout.RECOVERY_POINT_CHECKPOINT,
-    layout.LOG_START_OFFSET_CHECKPOINT,
-    layout.REPLICATION_CHECKPOINT,
-    layout.CLEANER_CHECKPOINT,
-    layout.META_PROPERTIES_FILE,
-    layout.CLEAN_SHUTDOWN_FILE,
-    layout.LOCK_FILE,
-)
-
-
-class NotALogDir(ValueError):
-    """PATH is neither a broker's log dir nor a partition dir (unusable input, exit 2)."""
 
 
 @dataclass(slots=True)
@@ -169,59 +155,6 @@ class LogDirScan:
 
 Progress = Callable[[int], None]
 """Called with the number of `.log` bytes scanned since the last call."""
-
-
-def classify(disk: Disk, path: str) -> bool:
-    """True for a broker's log dir, False for a partition dir; NotALogDir for anything else."""
-    if not disk.exists(path):
-        raise NotALogDir(f"{path}: no such directory")
-    if not disk.is_dir(path):
-        raise NotALogDir(f"{path}: not a directory")
-    names = disk.list_dir(path)
-    name = path.rstrip("/").rpartition("/")[2]
-    if any(n.endswith(layout.LOG_SUFFIX) or n.endswith(layout.LOG_SUFFIX + ".swap") for n in names):
-        return False
-    if any(n in ROOT_MARKERS for n in names):
-        return True
-    try:
-        layout.parse_partition_dir_name(name)
-        is_partition_name = True
-    except layout.LayoutError:
-        is_partition_name = False
-    subdirs = [
-        n for n in names if disk.is_dir(join(path, n)) and not disk.is_symlink(join(path, n))
-    ]
-    if is_partition_name and not subdirs:
-        return False
-    if is_kafka_log_dir(disk, path):
-        return True
-    inside = [join(path, n) for n in subdirs if is_kafka_log_dir(disk, join(path, n))]
-    hint = (
-        f"it holds the log dir {inside[0]}: give that"
-        if inside
-        else "give a log.dirs entry of the broker or one of its partition dirs"
-    )
-    raise NotALogDir(
-        f"{path}: not a Kafka log dir (no partition dir with segments, no checkpoint file or "
-        f"meta.properties) nor a partition dir (no segment files); {hint}"
-    )
-
-
-def total_log_bytes(disk: Disk, path: str, is_log_dir: bool) -> int:
-    """Bytes of `.log` files under PATH, for a progress bar."""
-    dirs = [path]
-    if is_log_dir:
-        dirs = [join(path, n) for n in disk.list_dir(path) if _is_real_dir(disk, join(path, n))]
-    total = 0
-    for d in dirs:
-        for n in disk.list_dir(d):
-            if n.endswith(layout.LOG_SUFFIX) and not disk.is_symlink(join(d, n)):
-                total += disk.size(join(d, n))
-    return total
-
-
-def _is_real_dir(disk: Disk, path: str) -> bool:
-    return disk.is_dir(path) and not disk.is_symlink(path)
 
 
 def scan_path(
