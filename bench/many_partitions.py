@@ -15,8 +15,11 @@ of issue 16 is >= 0.5x. `--dir` keeps the log dir (reused by a later run with th
 
 `--jobs N` times each command instead with `--jobs 1` and `--jobs N` back to back (wall time: the
 work of a pool is in its workers), best of `--runs` each, and prints serial / pooled (goal >= 1.8x
-with N = 2 on two cores), with `audit --summaries-out` too, and the load average before and after:
-other work on the machine takes cores from the pool, not from the serial run.
+with N = 2 on two cores), with `audit --summaries-out` too, and the load average before and after.
+Wall time needs free cores: with the kernel's autogroup scheduling (one share of the CPUs per login
+session), a pool run while other sessions keep the cores busy gets the one share the serial run
+gets. So it also prints the CPU of both runs (the workers' too) and the load-independent bound
+serial CPU / (pooled CPU here + workers' CPU / N): what the pool gives at least on idle cores.
 """
 
 from __future__ import annotations
@@ -167,10 +170,13 @@ def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> Non
                 for n, results in tried.items():
                     results.append(child_run(TIMED, *commands[name], "--jobs", n, path))
             serial, pooled = (min(r, key=lambda run: run[1]) for r in tried.values())
+            # with free cores, the pooled run takes at most its own CPU plus its workers' shared
+            # out: the serial CPU over that is what the pool gives where nothing else runs
+            bound = serial[0] / (pooled[0] + pooled[2] / jobs)
             print(
                 f"{name:<24} wall --jobs 1 {serial[1]:6.2f} s, --jobs {jobs} {pooled[1]:6.2f} s "
                 f"= {serial[1] / pooled[1]:4.2f}x; CPU {serial[0]:5.2f} s vs {pooled[0]:5.2f} s "
-                f"here + {pooled[2]:5.2f} s in the workers"
+                f"here + {pooled[2]:5.2f} s in the workers (free cores: >= {bound:4.2f}x)"
             )
     finally:
         shutil.rmtree(dest, ignore_errors=True)

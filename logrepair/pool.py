@@ -34,8 +34,8 @@ AUTO_MIN_ITEMS = 64
 """With `--jobs` not given, fewer partitions than this are scanned in this process: starting the
 workers (~0.2 s) costs about what scanning a hundred small partitions does."""
 
-_CHUNK_MAX = 16
-_WINDOW_PER_JOB = 2
+_CHUNK_MAX = 32
+_WINDOW_PER_JOB = 8
 
 
 class Mapper(Protocol):
