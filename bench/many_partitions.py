@@ -18,8 +18,9 @@ work of a pool is in its workers), best of `--runs` each, and prints serial / po
 with N = 2 on two cores), with `audit --summaries-out` too, and the load average before and after.
 Wall time needs free cores: with the kernel's autogroup scheduling (one share of the CPUs per login
 session), a pool run while other sessions keep the cores busy gets the one share the serial run
-gets. So it also prints the CPU of both runs (the workers' too) and the load-independent bound
-serial CPU / (pooled CPU here + workers' CPU / N): what the pool gives at least on idle cores.
+gets. So it also prints the CPU of both runs (the workers' too) and the load-independent estimate
+serial CPU / (pooled CPU here + workers' CPU / N): what the pool gives on idle cores if nothing
+in the parent overlaps the workers (a chunk of imbalance and the forkserver's start aside).
 """
 
 from __future__ import annotations
@@ -170,13 +171,13 @@ def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> Non
                 for n, results in tried.items():
                     results.append(child_run(TIMED, *commands[name], "--jobs", n, path))
             serial, pooled = (min(r, key=lambda run: run[1]) for r in tried.values())
-            # with free cores, the pooled run takes at most its own CPU plus its workers' shared
+            # with free cores, the pooled run takes about its own CPU plus its workers' shared
             # out: the serial CPU over that is what the pool gives where nothing else runs
             bound = serial[0] / (pooled[0] + pooled[2] / jobs)
             print(
                 f"{name:<24} wall --jobs 1 {serial[1]:6.2f} s, --jobs {jobs} {pooled[1]:6.2f} s "
                 f"= {serial[1] / pooled[1]:4.2f}x; CPU {serial[0]:5.2f} s vs {pooled[0]:5.2f} s "
-                f"here + {pooled[2]:5.2f} s in the workers (free cores: >= {bound:4.2f}x)"
+                f"here + {pooled[2]:5.2f} s in the workers (free cores: ~{bound:4.2f}x)"
             )
     finally:
         shutil.rmtree(dest, ignore_errors=True)
