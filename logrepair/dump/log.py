@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os.path
 import struct
+from operator import eq, itemgetter
 
 from ..decoders import format_offsets_record, format_transaction_record
 from ..format.batch import HEADER, RECORD_BATCH_OVERHEAD, RecordBatch
@@ -19,11 +20,12 @@ from ..format.errors import Defect, FormatError
 from ..format.legacy import LegacyBatch
 from ..storage.disk import Disk, DiskFile
 from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
-from . import lines
+from . import json_lines, lines
 from .report import DEFAULT_MAX_BYTES, DumpOptions, DumpReport
 
 _OVERHEAD = struct.Struct(">qi")
 MAX_PAIRS = 100_000
+_OFFSET = itemgetter(0)  # of a `Record`
 
 _PARSERS: dict[str | None, lines.Parser] = {
     None: lines.string_parser,
@@ -69,6 +71,7 @@ class _LogDumper:
         self.opts = opts
         self.report = report
         self.parser = _PARSERS[opts.decoder] if opts.print_data else None
+        self.json_lines = json_lines.BatchLines(path, opts.deep, self.parser)
         self.last_offset = -1
         self.pairs: list[tuple[int, int]] = []
         self.pairs_dropped = 0
@@ -78,20 +81,13 @@ class _LogDumper:
         opts, report = self.opts, self.report
         if opts.json:
             try:
-                obj = {"file": self.path, **batch.to_json(opts.deep)}
+                line = self.json_lines.line(batch)
             except FormatError as e:
                 report.defect(self.path, _records_defect(batch, e), True)
                 return
-            if opts.deep and self.parser is not None:
-                for rec_obj, record in zip(obj["records"], batch.records(), strict=True):
-                    if not batch.is_control:
-                        key_text, payload = self.parser(
-                            _bytes(record.key), _bytes(record.value), record.offset
-                        )
-                        rec_obj["decoded"] = {"key": key_text, "payload": payload}
-            for record in batch.records() if opts.deep else ():
-                self._track(record.offset)
-            report.json(obj)
+            if opts.deep:
+                self._track_all(batch.records())
+            report.json_lines(line)
             return
         report.line(lines.batch_line(batch, crc_valid))
         if not opts.deep:
@@ -103,8 +99,7 @@ class _LogDumper:
             if crc_valid:  # a CRC-failed batch gets its own defect line next: one is enough
                 report.defect(self.path, _records_defect(batch, e), False)
             return
-        for record in records:
-            self._track(record.offset)
+        self._track_all(records)
         write = report.line
         for line in lines.record_lines(
             batch,
@@ -123,6 +118,18 @@ class _LogDumper:
                 self.batch(batch, crc_valid=batch.crc_valid)
         self.report.defect(self.path, defect, self.opts.json)
 
+    def _track_all(self, records: list) -> None:
+        """`_track` for each record; a batch whose offsets go on one by one from the last is
+        checked at C speed, and leaves only its last offset."""
+        if not records:
+            return
+        start = records[0].offset if self.last_offset == -1 else self.last_offset + 1
+        if all(map(eq, map(_OFFSET, records), range(start, start + len(records)))):
+            self.last_offset = records[-1].offset
+            return
+        for record in records:
+            self._track(record.offset)
+
     def _track(self, offset: int) -> None:
         """kafka-dump-log's non-consecutive offset pairs (gaps are normal after compaction).
 
@@ -138,10 +145,6 @@ class _LogDumper:
 
 def _records_defect(batch, e: FormatError) -> Defect:
     return Defect(e.kind, batch.position, batch.size, e.detail, batch.base_offset)
-
-
-def _bytes(data) -> bytes | None:
-    return None if data is None else bytes(data)
 
 
 def _records(batch) -> list:
