@@ -118,7 +118,7 @@ def record_json(record: Record) -> bytes:
     offset, timestamp, key, value, headers, _ = record
     if not headers:
         fields = b""
-    elif len(headers) == 1:
+    elif len(headers) == 1:  # the common case, without a join
         fields = _header_json(headers[0])
     else:
         fields = b",".join(map(_header_json, headers))
@@ -141,14 +141,18 @@ def record_json(record: Record) -> bytes:
 
 def _header_json(header: tuple[str, bytes | None]) -> bytes:
     key, value = header
-    prefix = _HEADER_PREFIXES.get(key)
-    if prefix is None:
-        if len(_HEADER_PREFIXES) >= _MAX_HEADER_PREFIXES:
-            _HEADER_PREFIXES.clear()  # a file of random keys must not grow memory
-        prefix = _HEADER_PREFIXES[key] = b'{"key":%s,"value":' % text(key)
+    prefix = _HEADER_PREFIXES.get(key) or _header_prefix(key)
     if value is None:
         return prefix + b"null}"
     return b'%s"%s"}' % (prefix, b2a_base64(value, newline=False))
+
+
+def _header_prefix(key: str) -> bytes:
+    """A header object up to its value, kept for the next record with the same key."""
+    if len(_HEADER_PREFIXES) >= _MAX_HEADER_PREFIXES:
+        _HEADER_PREFIXES.clear()  # a file of random keys must not grow memory
+    prefix = _HEADER_PREFIXES[key] = b'{"key":%s,"value":' % text(key)
+    return prefix
 
 
 def _nullable_base64(data: bytes | None) -> bytes:
