@@ -5,9 +5,10 @@ Mutations (append, roll, flush, retention, truncation, close) hold one lock, as 
 (copy-on-write; Kafka uses a concurrent skip list to the same end), and a reader pins the segment it
 reads, so a segment whose delete delay runs out while it is being read is closed only afterwards.
 
-Loading (`Log.open`) trusts the files as a broker does after a clean shutdown: it does not recover.
-A directory that needs recovery (a torn active segment, `.swap` leftovers) is refused with
-`LogNotCleanError`, which says to run `logrepair repair`.
+Loading (`Log.open`, the steps in `log_loader`) trusts the files as a broker does after a clean
+shutdown: it does not recover. A directory that needs recovery (a torn active segment, `.swap`
+leftovers) is refused with `LogNotCleanError`, which says to run `logrepair repair`. What an append
+is checked against before it is written is `log_append`'s.
 """
 
 from __future__ import annotations
@@ -26,13 +27,19 @@ from ..format.batch import (
     build_batch,
     build_end_txn_marker,
 )
-from ..format.errors import Defect, FormatError
-from ..format.walker import Walker
 from . import layout
 from .clock import Clock, SystemClock
 from .disk import Disk, join, parent_of
 from .leader_epoch import EpochEntry, write_leader_epochs
 from .leader_epoch_cache import LeaderEpochCache
+from .log_append import (
+    AppendInfo,
+    ProducerRecord,
+    analyze,
+    assign_epochs,
+    follower_batches,
+    producer_appends,
+)
 from .log_config import INT_MAX, LogConfig
 from .log_errors import (
     InvalidRecordsError,
@@ -43,15 +50,9 @@ from .log_errors import (
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
 )
-from .log_loader import (
-    load_file_names,
-    load_producer_state,
-    open_segment,
-    read_epoch_checkpoint,
-    snapshot_offsets,
-)
+from .log_loader import load_file_names, load_log, load_producer_state, snapshot_offsets
 from .producer_snapshot import write_snapshot
-from .producer_state import ProducerState, ProducerStateError
+from .producer_state import ProducerState
 from .scheduler import Scheduler
 from .segment import CorruptSegmentError, RollParams, Segment
 from .time_index import NO_TIMESTAMP, TimestampOffset
@@ -62,23 +63,6 @@ log = logging.getLogger(__name__)
 EARLIEST_TIMESTAMP = -2
 LATEST_TIMESTAMP = -1
 MAX_TIMESTAMP = -3
-
-
-class ProducerRecord(NamedTuple):
-    """A record to append as the leader; `timestamp=None` means now."""
-
-    key: bytes | None
-    value: bytes | None
-    timestamp: int | None = None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-
-
-class AppendInfo(NamedTuple):
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    size: int
 
 
 class FetchResult(NamedTuple):
@@ -216,51 +200,10 @@ class Log:
         high_watermark: int | None,
     ) -> Log:
         """The body of `open`; every segment it opens goes into `segments` (closed on failure)."""
-        for base in bases:
-            segments.append(open_segment(disk, dir, base, config, clock))
-        if not segments:
-            segments.append(Segment.create(disk, dir, log_start_offset, config, clock))
-            disk.fsync_dir(dir)
-        active = segments[-1]
-        active.resize_indexes(config.segment_index_bytes)
-        leo, end = active.next_offset_and_end()
-        if end != active.size:
-            raise LogNotCleanError(
-                f"{active.log_path} does not end with a whole batch (the last valid one ends "
-                f"at byte {end} of {active.size}); run `logrepair repair` first"
-            )
-        doomed: list[Segment] = []
-        if leo < log_start_offset:
-            # Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd (KAFKA-10101): nothing left is
-            # visible, so the log starts over, empty, at the log start offset.
-            log.warning(
-                "Deleting all segments because logEndOffset (%d) is smaller than logStartOffset "
-                "%d. This could happen if segment files were deleted from the file system.",
-                leo,
-                log_start_offset,
-            )
-            doomed = list(segments)
-            for s in doomed:
-                s.change_file_suffixes("", layout.DELETED_SUFFIX)
-            for offset in snapshots:
-                disk.unlink(join(dir, layout.snapshot_file_name(offset)))
-            snapshots = []
-            segments.append(Segment.create(disk, dir, log_start_offset, config, clock))
-            segments[-1].resize_indexes(config.segment_index_bytes)
-            disk.fsync_dir(dir)
-            leo = log_start_offset
-        live = segments[len(doomed) :]
-        lso = max(log_start_offset, live[0].base_offset)
-        rp = leo if recovery_point is None else min(recovery_point, leo)
-        rp = max(rp, lso)
-        hw = lso if high_watermark is None else min(max(high_watermark, lso), leo)
-        epoch_entries = read_epoch_checkpoint(disk, dir)
-        producer_state, snapshot_offset = load_producer_state(disk, dir, snapshots, lso, leo)
-        if snapshot_offset < 0 and recovery_point is not None:
-            # An unclean start without a snapshot: Kafka's rebuildProducerState replays the log
-            # from its start (only a clean shutdown may skip that), or open transactions and
-            # producer sequences would be forgotten.
-            producer_state = ProducerState(lso)
+        loaded = load_log(
+            disk, dir, config, clock, bases, snapshots, segments,
+            log_start_offset, recovery_point, high_watermark,
+        )  # fmt: skip
         self = cls(
             disk,
             dir,
@@ -268,15 +211,16 @@ class Log:
             config,
             clock,
             scheduler,
-            live,
-            log_start_offset=lso,
-            recovery_point=rp,
-            high_watermark=hw,
-            log_end_offset=leo,
-            epoch_entries=epoch_entries,
-            producer_state=producer_state,
+            loaded.segments,
+            log_start_offset=loaded.log_start_offset,
+            recovery_point=loaded.recovery_point,
+            high_watermark=loaded.high_watermark,
+            log_end_offset=loaded.log_end_offset,
+            epoch_entries=loaded.epoch_entries,
+            producer_state=loaded.producer_state,
         )
-        self._last_snapshot_offset = snapshot_offset
+        self._last_snapshot_offset = loaded.snapshot_offset
+        doomed, leo, producer_state = loaded.doomed, loaded.log_end_offset, loaded.producer_state
         if doomed:
             self._schedule_delete(doomed)
             self.leader_epoch_cache.clear_and_flush()
@@ -434,20 +378,7 @@ class Log:
         # The batches are views into the data: immutable bytes keep them valid after the call.
         if not isinstance(data, bytes):
             data = bytes(data)
-        batches: list = []
-        for item in Walker(data, file_size=len(data)):
-            if isinstance(item, Defect):
-                if item.kind == "torn_tail" and batches:
-                    break
-                raise InvalidRecordsError(
-                    f"Invalid records in append to {self.topic_partition} at byte "
-                    f"{item.position}: {item.kind}: {item.detail}"
-                )
-            batches.append(item)
-        if not batches:
-            raise InvalidRecordsError(f"no whole batch in append to {self.topic_partition}")
-        end = batches[-1].position + batches[-1].size
-        valid = data if end == len(data) else data[:end]
+        batches, valid = follower_batches(data, self.topic_partition)
         with self._mutating(
             f"Error while appending records to {self.topic_partition} in dir {self.dir}"
         ):
@@ -466,6 +397,8 @@ class Log:
             return self._append(batches, valid, leader=False)
 
     def _append(self, batches: list, data: bytes, *, leader: bool) -> AppendInfo:
+        """Kafka's `UnifiedLog.append` after the records are built: analyze, producer state,
+        epochs, roll, write, then the log end and the transaction index."""
         config = self.config
         if len(data) > config.segment_bytes:
             raise RecordTooLargeError(
@@ -474,47 +407,13 @@ class Log:
                 f"{config.segment_bytes}."
             )
         limit = config.max_message_bytes if leader else None
-        first = batches[0]
-        first_offset = first.base_offset if first.magic >= 2 else None
-        last_offset = batches[-1].last_offset
-        max_ts, ts_offset = NO_TIMESTAMP, last_offset
-        with_producer = False
-        for b in batches:
-            if limit is not None and b.size > limit:
-                raise RecordTooLargeError(
-                    f"The record batch size {b.size} bytes in the append to "
-                    f"{self.topic_partition} exceeds the maximum configured value ({limit} bytes)."
-                )
-            ts = b.max_timestamp
-            if ts is not None and ts > max_ts:
-                max_ts, ts_offset = ts, b.last_offset
-            if b.magic >= 2 and b.producer_id >= 0:
-                with_producer = True
-        aborted = []
+        info = analyze(batches, limit, self.topic_partition)
+        first_offset, last_offset, max_ts, ts_offset, with_producer = info
         if with_producer:
-            state = ProducerState(self._producer_state.map_end_offset, self._producer_state.entries)
-            try:
-                for b in batches:
-                    txn = state.append_batch(b)
-                    if txn is not None:
-                        aborted.append(txn)
-            except (ProducerStateError, FormatError) as e:
-                raise InvalidRecordsError(
-                    f"Invalid append to {self.topic_partition}: {e}"
-                ) from None
+            state, aborted = producer_appends(self._producer_state, batches, self.topic_partition)
         else:
-            state = self._producer_state
-        cache = self.leader_epoch_cache
-        for b in batches:
-            if b.magic >= 2:
-                if b.partition_leader_epoch >= 0:
-                    cache.assign(b.partition_leader_epoch, b.base_offset)
-            elif cache.latest is not None:
-                log.warning(
-                    "Clearing leader epoch cache after unexpected append with message format v%d",
-                    b.magic,
-                )
-                cache.clear_and_flush()
+            state, aborted = self._producer_state, []
+        assign_epochs(self.leader_epoch_cache, batches)
         segment = self._maybe_roll(len(data), max_ts, last_offset, first_offset)
         segment.append(last_offset, max_ts, ts_offset, data)
         # The log end moves before the txn index is written (KAFKA-7866).
@@ -526,7 +425,7 @@ class Log:
         if self._end.offset - self._recovery_point >= config.flush_messages:
             self._flush(self._end.offset, inclusive=False)
         return AppendInfo(
-            first_offset if first_offset is not None else first.last_offset,
+            first_offset if first_offset is not None else batches[0].last_offset,
             last_offset,
             max_ts,
             ts_offset,
