@@ -110,14 +110,22 @@ def producer_appends(
 
 def assign_epochs(cache: LeaderEpochCache, batches: Sequence) -> None:
     """Each v2 batch's partition leader epoch starts at its base offset, if new; a v0/v1 batch
-    clears the cache, as Kafka does."""
+    clears the cache, as Kafka does.
+
+    Kafka assigns batch by batch. After `assign(e, offset)` the newest entry is epoch e starting
+    at or before `offset`, so a later batch of the same epoch (a higher base offset) changes
+    nothing: only a batch whose epoch differs from the one assigned just before is assigned."""
+    assigned = None
     for b in batches:
         if b.magic >= 2:
-            if b.partition_leader_epoch >= 0:
-                cache.assign(b.partition_leader_epoch, b.base_offset)
+            epoch = b.partition_leader_epoch
+            if epoch >= 0 and epoch != assigned:
+                cache.assign(epoch, b.base_offset)
+                assigned = epoch
         elif cache.latest is not None:
             log.warning(
                 "Clearing leader epoch cache after unexpected append with message format v%d",
                 b.magic,
             )
             cache.clear_and_flush()
+            assigned = None
