@@ -17,7 +17,6 @@ import bisect
 import logging
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
 
 from ..format.batch import (
     ControlType,
@@ -27,7 +26,7 @@ from ..format.batch import (
     build_batch,
     build_end_txn_marker,
 )
-from . import layout
+from . import layout, log_reads
 from .clock import Clock, SystemClock
 from .disk import Disk, join, parent_of
 from .leader_epoch import EpochEntry, write_leader_epochs
@@ -51,45 +50,22 @@ from .log_errors import (
     UnexpectedAppendOffsetError,
 )
 from .log_loader import load_file_names, load_log, load_producer_state, snapshot_offsets
+from .log_reads import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    FetchResult,
+    LogEnd,
+    segment_list,
+)
 from .producer_snapshot import write_snapshot
 from .producer_state import ProducerState
 from .scheduler import Scheduler
 from .segment import CorruptSegmentError, RollParams, Segment
-from .time_index import NO_TIMESTAMP, TimestampOffset
+from .time_index import TimestampOffset
 from .txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
-
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-MAX_TIMESTAMP = -3
-
-
-class FetchResult(NamedTuple):
-    """Whole batches read from one segment; `data` is empty at the log end."""
-
-    offset: int
-    segment_base_offset: int | None
-    position: int | None
-    data: bytes
-
-
-class _LogEnd(NamedTuple):
-    """Kafka's `nextOffsetMetadata`, captured by readers in one read."""
-
-    offset: int
-    segment_base_offset: int
-    position: int
-
-
-class _SegmentList(NamedTuple):
-    segments: tuple[Segment, ...]
-    bases: tuple[int, ...]
-
-
-def _segment_list(segments: Iterable[Segment]) -> _SegmentList:
-    ordered = tuple(sorted(segments, key=lambda s: s.base_offset))
-    return _SegmentList(ordered, tuple(s.base_offset for s in ordered))
 
 
 class Log:
@@ -120,9 +96,9 @@ class Log:
         self.clock = clock
         self.scheduler = scheduler
         self._lock = threading.RLock()
-        self._list = _segment_list(segments)
+        self._list = segment_list(segments)
         active = self._list.segments[-1]
-        self._end = _LogEnd(log_end_offset, active.base_offset, active.size)
+        self._end = LogEnd(log_end_offset, active.base_offset, active.size)
         self._log_start_offset = log_start_offset
         self._recovery_point = recovery_point
         self._high_watermark = high_watermark
@@ -281,12 +257,12 @@ class Log:
         )
 
     def _set_segments(self, segments: Iterable[Segment]) -> None:
-        self._list = _segment_list(segments)
+        self._list = segment_list(segments)
         self._update_end(self._end.offset)
 
     def _update_end(self, offset: int) -> None:
         active = self._list.segments[-1]
-        self._end = _LogEnd(offset, active.base_offset, active.size)
+        self._end = LogEnd(offset, active.base_offset, active.size)
         if self._recovery_point > offset:
             self._recovery_point = offset
 
@@ -848,74 +824,29 @@ class Log:
         """Whole batches from the one holding `offset`, up to `max_bytes` (at least one batch when
         `min_one_message`). Lock-free: never sees a closed file, never bytes past the log end it
         captured first."""
-        end = self._end
-        lso = self._log_start_offset
-        if offset == end.offset:
-            return FetchResult(offset, None, None, b"")
-        if offset < lso or offset > end.offset:
-            raise OffsetOutOfRangeError(
-                f"Received request for offset {offset} for partition {self.topic_partition}, but "
-                f"we only have log segments in the range {lso} to {end.offset}."
-            )
-        while True:
-            segments, bases = self._list
-            i = max(0, bisect.bisect_right(bases, offset) - 1)
-            retry = False
-            while i < len(segments):
-                segment = segments[i]
-                if not segment.pin():
-                    retry = True
-                    break
-                try:
-                    max_position = (
-                        end.position if segment.base_offset == end.segment_base_offset else None
-                    )
-                    found = segment.read(offset, max_bytes, max_position, min_one_message)
-                finally:
-                    segment.unpin()
-                if found is not None:
-                    return FetchResult(
-                        offset, found.segment_base_offset, found.position, found.data
-                    )
-                i += 1
-            if not retry:
-                return FetchResult(offset, None, None, b"")
+        return log_reads.read(
+            lambda: self._list,
+            self._end,
+            self._log_start_offset,
+            self.topic_partition,
+            offset,
+            max_bytes,
+            min_one_message,
+        )
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
         """Kafka's `fetchOffsetByTimestamp`: the first record with a timestamp ≥ `timestamp`;
         -2 (earliest) gives the log start, -1 (latest) the log end, -3 the max timestamp."""
-        if timestamp == EARLIEST_TIMESTAMP:
-            return TimestampOffset(NO_TIMESTAMP, self._log_start_offset)
-        if timestamp == LATEST_TIMESTAMP:
-            return TimestampOffset(NO_TIMESTAMP, self._end.offset)
-        segments = self._list.segments
-        if timestamp == MAX_TIMESTAMP:
-            best = max((s.max_timestamp_so_far for s in segments), key=lambda t: t.timestamp)
-            return best if best.timestamp >= 0 else None
-        if timestamp < 0:
-            raise ValueError(f"invalid target timestamp {timestamp}")
-        for segment in segments:
-            if segment.largest_timestamp >= timestamp:
-                return segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
-        return None
+        return log_reads.offset_for_timestamp(
+            self._list.segments, self._log_start_offset, self._end.offset, timestamp
+        )
 
     def collect_aborted_transactions(
         self, start_offset: int, upper_bound_offset: int
     ) -> list[AbortedTxn]:
         """The aborted transactions overlapping [start, upper bound), as Kafka's fetch collects
-        them: from the segment holding `start_offset` on, through later segments too (an abort
-        is indexed in the segment of its marker, which may lie past the upper bound), until an
-        entry whose last stable offset reaches the upper bound says the search is complete."""
-        segments, bases = self._list
-        first = max(0, bisect.bisect_right(bases, start_offset) - 1)
-        out = []
-        for segment in segments[first:]:
-            for txn in segment.txn_index.iter_entries():
-                if txn.last_offset >= start_offset and txn.first_offset < upper_bound_offset:
-                    out.append(txn)
-                if txn.last_stable_offset >= upper_bound_offset:
-                    return out
-        return out
+        them (see `log_reads.collect_aborted_transactions`)."""
+        return log_reads.collect_aborted_transactions(self._list, start_offset, upper_bound_offset)
 
     # --- close -----------------------------------------------------------------------------------
 
@@ -994,6 +925,9 @@ class _Mutation:
 
 
 __all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
     "AppendInfo",
     "FetchResult",
     "InvalidRecordsError",
