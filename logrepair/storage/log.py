@@ -16,7 +16,7 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 
 from ..format.batch import (
     ControlType,
@@ -26,7 +26,7 @@ from ..format.batch import (
     build_batch,
     build_end_txn_marker,
 )
-from . import layout, log_reads
+from . import layout, log_reads, log_retention
 from .clock import Clock, SystemClock
 from .disk import Disk, join, parent_of
 from .leader_epoch import EpochEntry, write_leader_epochs
@@ -569,26 +569,16 @@ class Log:
 
     def _delete_log_start_offset_breached(self) -> int:
         lso = self._log_start_offset
-
-        def breached(segment: Segment, next_segment: Segment | None) -> bool:
-            return next_segment is not None and next_segment.base_offset <= lso
-
-        return self._delete_old(breached, f"Deleting segments due to log start offset {lso} breach")
+        return self._delete_old(
+            log_retention.log_start_offset_breach(lso),
+            f"Deleting segments due to log start offset {lso} breach",
+        )
 
     def _delete_retention_size_breached(self) -> int:
         limit = self.config.retention_bytes
-        size = self.size
-        if limit < 0 or size < limit:
+        breached = log_retention.retention_size_breach(limit, self.size)
+        if breached is None:
             return 0
-        diff = size - limit
-
-        def breached(segment: Segment, next_segment: Segment | None) -> bool:
-            nonlocal diff
-            if diff - segment.size >= 0:
-                diff -= segment.size
-                return True
-            return False
-
         return self._delete_old(
             breached, f"Deleting segments due to log retention size {limit} breach"
         )
@@ -597,17 +587,15 @@ class Log:
         limit = self.config.retention_ms
         if limit < 0:
             return 0
-        now = self.clock.milliseconds()
-
-        def breached(segment: Segment, next_segment: Segment | None) -> bool:
-            return now - segment.largest_timestamp > limit
-
         return self._delete_old(
-            breached, f"Deleting segments due to log retention time {limit}ms breach"
+            log_retention.retention_ms_breach(limit, self.clock.milliseconds()),
+            f"Deleting segments due to log retention time {limit}ms breach",
         )
 
-    def _delete_old(self, predicate: Callable[[Segment, Segment | None], bool], reason: str) -> int:
-        deletable = self._deletable_segments(predicate)
+    def _delete_old(self, predicate: log_retention.Breach, reason: str) -> int:
+        deletable = log_retention.deletable_segments(
+            self._list.segments, predicate, self._high_watermark, self._end.offset
+        )
         if not deletable:
             return 0
         if len(deletable) == len(self._list.segments):
@@ -618,22 +606,6 @@ class Log:
         log.info("%s: %s", reason, deletable)
         self._remove_and_delete_segments(deletable)
         return len(deletable)
-
-    def _deletable_segments(
-        self, predicate: Callable[[Segment, Segment | None], bool]
-    ) -> list[Segment]:
-        segments = self._list.segments
-        hw = self._high_watermark
-        out: list[Segment] = []
-        for i, segment in enumerate(segments):
-            next_segment = segments[i + 1] if i + 1 < len(segments) else None
-            upper = next_segment.base_offset if next_segment is not None else self._end.offset
-            last_and_empty = next_segment is None and segment.size == 0
-            if hw >= upper and not last_and_empty and predicate(segment, next_segment):
-                out.append(segment)
-            else:
-                break
-        return out
 
     def increment_log_start_offset(
         self, offset: int, reason: str = "client delete records request"
