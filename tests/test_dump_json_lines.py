@@ -15,8 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logrepair.cli import main
-from logrepair.dump import json_lines, log, report
-from logrepair.dump.report import DumpOptions, DumpReport
+from logrepair.dump import json_lines, report
 from logrepair.format.batch import (
     ATTRIBUTES_OFFSET,
     CONTROL_MASK,
@@ -189,24 +188,6 @@ def test_batched_writes_keep_the_order_of_batches_and_defects(tmp_path, monkeypa
     assert _dump_json(str(path)) == (status, whole)
     lines = [json.loads(line) for line in whole.splitlines()]
     assert [("defect" in obj) for obj in lines] == [False] * 30 + [True] + [False] * 29 + [True]
-
-
-@settings(max_examples=100)
-@given(st.lists(st.lists(st.integers(-3, 12), max_size=6), max_size=6), st.integers(0, 1))
-def test_batch_offset_tracking_matches_record_by_record(batches, cap) -> None:
-    """`_track_all`'s consecutive fast path leaves what `_track` of every record leaves."""
-    opts = DumpOptions(deep=True, json=True)
-    fast = log._LogDumper("p", opts, DumpReport(io.StringIO(), io.StringIO()))
-    slow = log._LogDumper("p", opts, DumpReport(io.StringIO(), io.StringIO()))
-    for offsets in batches:
-        fast._track_all([Record(o, 0, None, None) for o in offsets])
-        for o in offsets:
-            slow._track(o)
-        assert (fast.last_offset, fast.pairs, fast.pairs_dropped) == (
-            slow.last_offset,
-            slow.pairs,
-            slow.pairs_dropped,
-        )
 
 
 @pytest.mark.parametrize("deep", [False, True])

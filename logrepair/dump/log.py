@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os.path
 import struct
-from operator import eq, itemgetter
 
 from ..decoders import format_offsets_record, format_transaction_record
 from ..format.batch import HEADER, RECORD_BATCH_OVERHEAD, RecordBatch
@@ -25,7 +24,6 @@ from .report import DEFAULT_MAX_BYTES, DumpOptions, DumpReport
 
 _OVERHEAD = struct.Struct(">qi")
 MAX_PAIRS = 100_000
-_OFFSET = itemgetter(0)  # of a `Record`
 
 _PARSERS: dict[str | None, lines.Parser] = {
     None: lines.string_parser,
@@ -86,7 +84,7 @@ class _LogDumper:
                 report.defect(self.path, _records_defect(batch, e), True)
                 return
             if opts.deep:
-                self._track_all(batch.records())
+                self._track(batch.records())
             report.json_lines(line)
             return
         report.line(lines.batch_line(batch, crc_valid))
@@ -99,7 +97,7 @@ class _LogDumper:
             if crc_valid:  # a CRC-failed batch gets its own defect line next: one is enough
                 report.defect(self.path, _records_defect(batch, e), False)
             return
-        self._track_all(records)
+        self._track(records)
         write = report.line
         for line in lines.record_lines(
             batch,
@@ -118,29 +116,21 @@ class _LogDumper:
                 self.batch(batch, crc_valid=batch.crc_valid)
         self.report.defect(self.path, defect, self.opts.json)
 
-    def _track_all(self, records: list) -> None:
-        """`_track` for each record; a batch whose offsets go on one by one from the last is
-        checked at C speed, and leaves only its last offset."""
-        if not records:
-            return
-        start = records[0].offset if self.last_offset == -1 else self.last_offset + 1
-        if all(map(eq, map(_OFFSET, records), range(start, start + len(records)))):
-            self.last_offset = records[-1].offset
-            return
-        for record in records:
-            self._track(record.offset)
-
-    def _track(self, offset: int) -> None:
+    def _track(self, records: list) -> None:
         """kafka-dump-log's non-consecutive offset pairs (gaps are normal after compaction).
 
         Kafka keeps every pair; a compacted log can have millions, so past `MAX_PAIRS` only a
         count is kept and reported."""
-        if self.last_offset != -1 and offset != self.last_offset + 1:
-            if len(self.pairs) < MAX_PAIRS:
-                self.pairs.append((self.last_offset, offset))
-            else:
-                self.pairs_dropped += 1
-        self.last_offset = offset
+        last = self.last_offset
+        for record in records:
+            offset = record[0]
+            if offset != last + 1 and last != -1:
+                if len(self.pairs) < MAX_PAIRS:
+                    self.pairs.append((last, offset))
+                else:
+                    self.pairs_dropped += 1
+            last = offset
+        self.last_offset = last
 
 
 def _records_defect(batch, e: FormatError) -> Defect:
