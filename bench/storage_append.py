@@ -33,6 +33,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 from bench.format_walk import MiB, WalkDriver, parse_size, windowed, write_file
 from logrepair.format.batch import Record, build_batch
@@ -84,31 +85,36 @@ class Payloads:
 
 
 def plain_writes(dir: str, total: int, append_bytes: int, batch_bytes: int) -> float:
-    payloads = Payloads(append_bytes, batch_bytes)
-    fd = os.open(os.path.join(dir, "plain.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    elapsed = 0.0
-    written = 0
-    try:
-        while written < total:
-            data = payloads.next()
-            start = time.process_time()
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            elapsed += time.process_time() - start
-            written += len(data)
-    finally:
-        os.close(fd)
-    os.unlink(os.path.join(dir, "plain.log"))
-    return elapsed
+    return _file_appends(dir, total, append_bytes, batch_bytes, None)
 
 
 def crc_then_write(dir: str, total: int, append_bytes: int, batch_bytes: int) -> float:
     """The floor of a validating append: each batch's length read and CRC-32C computed (no other
     check, no object), then one `os.write` of the append."""
-    payloads = Payloads(append_bytes, batch_bytes)
-    fd = os.open(os.path.join(dir, "floor.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    return _file_appends(dir, total, append_bytes, batch_bytes, _check_crcs)
+
+
+def _check_crcs(view: memoryview) -> None:
     unpack = _LENGTH.unpack_from
+    pos, n = 0, len(view)
+    while pos < n:
+        end = pos + 12 + unpack(view, pos + 8)[0]
+        if crc32c(view[pos + 21 : end]) != unpack(view, pos + 17)[0] & 0xFFFFFFFF:
+            raise RuntimeError(f"CRC mismatch at {pos}")
+        pos = end
+
+
+def _file_appends(
+    dir: str,
+    total: int,
+    append_bytes: int,
+    batch_bytes: int,
+    check: Callable[[memoryview], None] | None,
+) -> float:
+    """`os.write` of each append to one new file, after `check(append)` if given; CPU seconds."""
+    payloads = Payloads(append_bytes, batch_bytes)
+    path = os.path.join(dir, "plain.log")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     elapsed = 0.0
     written = 0
     try:
@@ -116,19 +122,15 @@ def crc_then_write(dir: str, total: int, append_bytes: int, batch_bytes: int) ->
             data = payloads.next()
             start = time.process_time()
             view = memoryview(data)
-            pos, n = 0, len(data)
-            while pos < n:
-                end = pos + 12 + unpack(view, pos + 8)[0]
-                if crc32c(view[pos + 21 : end]) != unpack(view, pos + 17)[0] & 0xFFFFFFFF:
-                    raise RuntimeError(f"CRC mismatch at {pos}")
-                pos = end
+            if check is not None:
+                check(view)
             while view:
                 view = view[os.write(fd, view) :]
             elapsed += time.process_time() - start
             written += len(data)
     finally:
         os.close(fd)
-    os.unlink(os.path.join(dir, "floor.log"))
+    os.unlink(path)
     return elapsed
 
 
