@@ -40,8 +40,9 @@ _V2_HEAD = (
     b'"producer_id":%d,"producer_epoch":%d,"base_sequence":%d,"partition_leader_epoch":%d,'
     b'"timestamp_type":%s,"first_timestamp":%d,"max_timestamp":%d'
 )
-_RECORD = b'{"offset":%d,"timestamp":%d,"key":"%s","value":"%s","headers":[%s]}'
-_RECORD_NULLS = b'{"offset":%d,"timestamp":%s,"key":%s,"value":%s,"headers":[%s]}'
+_RECORD = b'{"offset":%d,"timestamp":%d,"key":"%s","value":"%s","headers":[]}'
+_RECORD_ONE_HEADER = b'{"offset":%d,"timestamp":%d,"key":"%s","value":"%s","headers":[%s"%s"}]}'
+_RECORD_ANY = b'{"offset":%d,"timestamp":%s,"key":%s,"value":%s,"headers":[%s]}'
 _DECODED = b'%s,"decoded":{"key":%s,"payload":%s}}'
 _BOOL = {False: b"false", True: b"true"}
 _TIMESTAMP_TYPES = {False: b'"create"', True: b'"append"'}
@@ -116,26 +117,31 @@ class BatchLines:
 def record_json(record: Record) -> bytes:
     """The contract's record object: `batch.record_to_json`'s dict as `json.dumps` writes it."""
     offset, timestamp, key, value, headers, _ = record
-    if not headers:
-        fields = b""
-    elif len(headers) == 1:  # the common case, without a join
-        fields = _header_json(headers[0])
-    else:
-        fields = b",".join(map(_header_json, headers))
     if key is not None and value is not None and timestamp is not None:
-        return _RECORD % (
-            offset,
-            timestamp,
-            b2a_base64(key, newline=False),
-            b2a_base64(value, newline=False),
-            fields,
-        )
-    return _RECORD_NULLS % (
+        # the common shapes, each in one format: no header, or one with a value
+        if not headers:
+            return _RECORD % (
+                offset,
+                timestamp,
+                b2a_base64(key, newline=False),
+                b2a_base64(value, newline=False),
+            )
+        if len(headers) == 1 and headers[0][1] is not None:
+            header_key, header_value = headers[0]
+            return _RECORD_ONE_HEADER % (
+                offset,
+                timestamp,
+                b2a_base64(key, newline=False),
+                b2a_base64(value, newline=False),
+                _HEADER_PREFIXES.get(header_key) or _header_prefix(header_key),
+                b2a_base64(header_value, newline=False),
+            )
+    return _RECORD_ANY % (
         offset,
         b"null" if timestamp is None else b"%d" % timestamp,
         _nullable_base64(key),
         _nullable_base64(value),
-        fields,
+        b",".join(map(_header_json, headers)),
     )
 
 
