@@ -21,7 +21,7 @@ from collections.abc import Iterator
 
 from ..format.batch import RecordBatch
 from ..format.errors import Defect
-from ..format.walker import Walker
+from ..format.walker import QuietRuns, Walker
 from .disk import Disk
 
 DEFAULT_WINDOW_SIZE = 8 << 20
@@ -42,7 +42,9 @@ class LogScan:
 
     After the iteration, `batches` counts the valid batches, `position` is where the walk ended
     (the end of the scanned range when every byte was accounted for) and `expected_offset` is the
-    offset the next batch would have had."""
+    offset the next batch would have had.
+
+    `quiet_runs` goes to the walker: batches it takes are counted, not yielded."""
 
     def __init__(
         self,
@@ -58,6 +60,7 @@ class LogScan:
         max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
         deep: bool = False,
         max_output: int | None = None,
+        quiet_runs: QuietRuns | None = None,
     ) -> None:
         if window_size < 1:
             raise ValueError(f"window_size must be positive: {window_size}")
@@ -78,6 +81,7 @@ class LogScan:
             "deep": deep,
             "max_output": max_output,
             "carry_damage": resync,
+            "quiet_runs": quiet_runs,
         }
 
     def __iter__(self) -> Iterator[RecordBatch | Defect]:
