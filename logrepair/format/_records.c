@@ -868,7 +868,7 @@ quiet_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         int64_t size = length + 12, end = pos + size;
         if (magic != 2 || length < 49 || length > max_length || end > limit || count < 0 ||
             count > delta + 1 || delta < 0 || base < floor || (__int128)base + delta > max_last ||
-            size > max_size || (leader_epoch >= 0 && leader_epoch != epoch))
+            size > max_size || (leader_epoch >= 0 && leader_epoch != epoch && epoch != NONE_VALUE))
             break;
         int64_t batch_last = base + delta, position = fp + pos;
         int64_t oi_next = oi_i, oi_offset = oi_prev;
@@ -942,6 +942,123 @@ done:
     return result;
 }
 
+/* --- Kafka's recovery index rule over many batches (storage/index_builder.py's RecoveryIndex) --
+ *
+ * `index_points` is `RecoveryIndex.add` for each (position, last offset, max timestamp) triple of
+ * a buffer of native int64s, on the index's state passed in and returned: it stops before the
+ * first triple whose `add` would raise, which the caller then adds the Python way (and raises). */
+
+PyDoc_STRVAR(index_points_doc,
+             "index_points(points, base_offset, interval, max_offset_entries, max_time_entries, "
+             "offset_entries, time_entries, last_entry_offset, last_time, last_time_offset, "
+             "max_ts, max_ts_offset, last_indexed)\n--\n\n"
+             "RecoveryIndex.add over native int64 triples, up to the first that would raise: "
+             "(consumed, the state in the same order, offset index bytes, time index bytes).");
+
+enum {
+    I_BASE = 1, I_INTERVAL, I_MAX_OFFSET_ENTRIES, I_MAX_TIME_ENTRIES, I_OFFSET_ENTRIES,
+    I_TIME_ENTRIES, I_LAST_ENTRY_OFFSET, I_LAST_TIME, I_LAST_TIME_OFFSET, I_MAX_TS,
+    I_MAX_TS_OFFSET, I_LAST_INDEXED, I_COUNT
+};
+
+static void
+write_be(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static PyObject *
+index_points(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != I_COUNT) {
+        PyErr_Format(PyExc_TypeError, "index_points takes %d arguments (%zd given)", I_COUNT,
+                     nargs);
+        return NULL;
+    }
+    int64_t v[I_COUNT];
+    for (int i = 1; i < I_COUNT; i++) {
+        int overflow = 0;
+        v[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
+        if (overflow) {
+            PyErr_Format(PyExc_OverflowError, "index_points argument %d out of int64 range", i);
+            return NULL;
+        }
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t count = view.len / 24;
+    int64_t base = v[I_BASE], interval = v[I_INTERVAL];
+    int64_t max_offset_entries = v[I_MAX_OFFSET_ENTRIES], max_time_entries = v[I_MAX_TIME_ENTRIES];
+    int64_t offset_entries = v[I_OFFSET_ENTRIES], time_entries = v[I_TIME_ENTRIES];
+    int64_t last_entry_offset = v[I_LAST_ENTRY_OFFSET], last_time = v[I_LAST_TIME];
+    int64_t last_time_offset = v[I_LAST_TIME_OFFSET], max_ts = v[I_MAX_TS];
+    int64_t max_ts_offset = v[I_MAX_TS_OFFSET], last_indexed = v[I_LAST_INDEXED];
+    /* At most one entry of each kind per triple. */
+    uint8_t *offsets = PyMem_RawMalloc((size_t)count * 8 + 1);
+    uint8_t *times = PyMem_RawMalloc((size_t)count * 12 + 1);
+    PyObject *result = NULL;
+    if (offsets == NULL || times == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t k = 0, n_off = 0, n_time = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; k < count; k++) {
+        int64_t t[3];
+        memcpy(t, (const char *)view.buf + 24 * k, 24);
+        int64_t valid = t[0], last = t[1], ts = t[2];
+        int64_t new_max_ts = max_ts, new_max_ts_offset = max_ts_offset;
+        if (ts > new_max_ts) {
+            new_max_ts = ts;
+            new_max_ts_offset = last;
+        }
+        if ((__int128)valid - last_indexed > interval) {
+            __int128 relative = (__int128)last - base;
+            if (offset_entries >= max_offset_entries ||
+                (offset_entries && last <= last_entry_offset) || relative < 0 ||
+                relative > INT32_MAX || valid < INT32_MIN || valid > INT32_MAX ||
+                time_entries >= max_time_entries)
+                break;
+            int time_entry = new_max_ts > last_time;
+            __int128 time_relative = (__int128)new_max_ts_offset - base;
+            if (time_entry && ((time_entries && new_max_ts_offset < last_time_offset) ||
+                               time_relative < 0 || time_relative > INT32_MAX))
+                break;
+            write_be(offsets + 8 * n_off, (uint64_t)relative, 4);
+            write_be(offsets + 8 * n_off + 4, (uint64_t)valid, 4);
+            n_off++;
+            offset_entries++;
+            last_entry_offset = last;
+            if (time_entry) {
+                write_be(times + 12 * n_time, (uint64_t)new_max_ts, 8);
+                write_be(times + 12 * n_time + 8, (uint64_t)time_relative, 4);
+                n_time++;
+                time_entries++;
+                last_time = new_max_ts;
+                last_time_offset = new_max_ts_offset;
+            }
+            last_indexed = valid;
+        }
+        max_ts = new_max_ts;
+        max_ts_offset = new_max_ts_offset;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(nLLLLLLLLy#y#)", k, (long long)offset_entries, (long long)time_entries,
+                           (long long)last_entry_offset, (long long)last_time,
+                           (long long)last_time_offset, (long long)max_ts,
+                           (long long)max_ts_offset, (long long)last_indexed, (const char *)offsets,
+                           (Py_ssize_t)(8 * n_off), (const char *)times, (Py_ssize_t)(12 * n_time));
+done:
+    PyMem_RawFree(offsets);
+    PyMem_RawFree(times);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* --- module ----------------------------------------------------------------------------------- */
 
 PyDoc_STRVAR(bind_doc,
@@ -977,6 +1094,7 @@ static PyMethodDef methods[] = {
     {"decode_records", (PyCFunction)(void (*)(void))decode_records,
      METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
     {"quiet_run", (PyCFunction)(void (*)(void))quiet_run, METH_FASTCALL, quiet_run_doc},
+    {"index_points", (PyCFunction)(void (*)(void))index_points, METH_FASTCALL, index_points_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -20,7 +20,8 @@ Arguments, all ints unless said (a "limit" is a value a quiet batch must stay wi
   lies in the file (index entries name file positions); `max_length`: the largest batch length
   field (the walker's `bad_length` bound).
 - `floor`: a quiet batch's base offset is at least this; `max_last`: its last offset at most this;
-  `max_size`: its size at most this; `epoch`: its leader epoch is negative or exactly this.
+  `max_size`: its size at most this; `epoch`: its leader epoch is negative or exactly this
+  (`NONE`: any epoch).
 - the offset index: `oi_raw` (bytes of 8-byte entries), `oi_i` the next entry to check, `oi_n`
   the entries to check (`oi_i == oi_n`: none left), `oi_base` the segment's base offset,
   `oi_prev` the offset of the last entry checked (`NONE`: none yet). An entry at a batch must name
@@ -45,6 +46,7 @@ from __future__ import annotations
 import struct
 from array import array
 
+from .batch import _ACCELERATOR
 from .crc import crc32c
 
 NONE = -(2**63)
@@ -108,7 +110,7 @@ def quiet_run_python(
             or base < floor
             or base > max_last - delta
             or size > max_size
-            or (leader_epoch >= 0 and leader_epoch != epoch)
+            or (leader_epoch >= 0 and leader_epoch != epoch and epoch != NONE)
         ):
             break
         batch_last = base + delta
@@ -180,11 +182,10 @@ def quiet_run_python(
     )
 
 
-def _accelerated():
-    from .batch import _ACCELERATOR
-
-    return getattr(_ACCELERATOR, "quiet_run", None)
-
-
-quiet_run = _accelerated() or quiet_run_python
+quiet_run = getattr(_ACCELERATOR, "quiet_run", None) or quiet_run_python
 ACCELERATED = quiet_run is not quiet_run_python
+
+index_points = getattr(_ACCELERATOR, "index_points", None)
+"""`storage.index_builder.RecoveryIndex.add` over many (position, last offset, max timestamp)
+triples, in C: None where the accelerator is not active (`RecoveryIndex.add_points` then adds
+them one by one, its reference)."""

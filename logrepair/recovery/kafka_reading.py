@@ -16,7 +16,7 @@ from ..format.crc import crc32c
 from ..format.errors import Defect
 from ..storage.abstract_index import IndexOffsetOverflowError, InvalidOffsetError
 from ..storage.disk import Disk
-from ..storage.index_builder import recovery_index_bytes
+from ..storage.index_builder import RecoveryIndex, recovery_index_bytes
 from .indexes import UNBOUNDED_INDEX
 
 if TYPE_CHECKING:
@@ -136,14 +136,10 @@ class KafkaReading:
         rewrite = rewrite or not seg.has_time_index
         suspect = rewrite or seg.unordered or bool(seg.findings)  # offsets may go back somewhere
         if (suspect or existing) and not seg.kafka_pieces and not seg.kafka_invalid_offset:
-            points = self.points
             try:
-                kafka_index = recovery_index_bytes(
-                    zip(points[0::3], points[1::3], points[2::3], strict=True),
-                    seg.base_offset,
-                    self.interval,
-                    UNBOUNDED_INDEX,
-                )
+                index = RecoveryIndex(seg.base_offset, self.interval, UNBOUNDED_INDEX)
+                index.add_points(self.points)
+                kafka_index = index.result()
                 seg.kafka_index_entries = len(kafka_index[0]) // 8
                 if existing is not None:
                     # indexes that agree with the log can still differ from Kafka's rebuild
