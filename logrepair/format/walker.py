@@ -83,7 +83,7 @@ _LEGACY_V1_UNUSED = 0xF0
 _LEGACY_HEADER_SIZE = (12 + 6, 12 + 14)  # log overhead, crc, magic, attributes, [timestamp]
 _TIMESTAMP = struct.Struct(">q")
 
-QuietRuns = Callable[[memoryview, int, int, int, int], tuple[int, int, int]]
+QuietRuns = Callable[[memoryview, int, int, int, int, int], tuple[int, int, int]]
 
 
 @functools.cache
@@ -123,10 +123,11 @@ class Walker:
     leaves it in `open_damage` (a `Defect` of the bytes so far); passing that to the next window's
     walker as `open_damage` makes the whole region one defect, while memory stays one window.
 
-    `quiet_runs(buf, pos, limit, file_position, max_length)`, when given, is offered every
-    position where a batch may start; it returns `(n, end, last)`: the n batches up to buffer index
-    `end` (the last ending at offset `last`) are valid and need nothing more from this walk (they are
-    counted, not yielded; see `batch_runs`). With n == 0 the walk goes on as without it.
+    `quiet_runs(buf, pos, limit, file_position, max_length, floor)`, when given, is offered every
+    position where a batch may start (`floor`: the lowest base offset the walk takes there, -2^63
+    for any); it returns `(n, end, last)`: the n batches up to buffer index `end` (the last ending
+    at offset `last`) are valid and need nothing more from this walk (they are counted, not
+    yielded; see `batch_runs`). With n == 0 the walk goes on as without it.
     """
 
     def __init__(
@@ -221,7 +222,7 @@ class Walker:
             )
         while True:
             if quiet is not None and pos + 61 <= limit:
-                n, end, last = quiet(mv, pos, limit, fp, max_length)
+                n, end, last = quiet(mv, pos, limit, fp, max_length, floor)
                 if n:
                     batches += n
                     expected = last + 1

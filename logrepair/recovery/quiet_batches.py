@@ -38,14 +38,21 @@ class QuietBatches:
         self.index_checks = index_checks
 
     def __call__(
-        self, buf: memoryview, pos: int, limit: int, file_position: int, max_length: int
+        self,
+        buf: memoryview,
+        pos: int,
+        limit: int,
+        file_position: int,
+        max_length: int,
+        floor: int,
     ) -> tuple[int, int, int]:
         strict, kafka = self.strict, self.kafka
         seg = strict.seg
         limits = strict.quiet_limits()
         if limits is None or seg.base_offset >= _SAFE_BASE:
             return _NOTHING
-        floor, max_last, max_size, epoch = limits
+        floor = max(floor, limits[0])
+        _, max_last, max_size, epoch = limits
         k_on = kafka.on
         if k_on:
             k_limits = kafka.quiet_limits()

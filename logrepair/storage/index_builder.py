@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
-from ..format.batch_runs import index_points
+from ..format.batch_runs import NONE, index_points, quiet_run
 from . import offset_index, time_index
 from .abstract_index import (
     DEFAULT_INDEX_INTERVAL_BYTES,
@@ -34,6 +34,8 @@ from .time_index import NO_TIMESTAMP
 # sizes because a scan's batches have them as plain attributes: reading `size` (a property) per
 # batch made a rebuild of 1 KiB batches ~8 % slower.
 IndexPoint = tuple[int, int, int | None]
+
+_NO_INDEX = (b"", 0, 0, 0, NONE, b"", 0, 0, 0)  # no index files to check against the batches
 
 
 class IndexedBatch(Protocol):
@@ -183,6 +185,35 @@ class RecoveryIndex:
         add = self.add
         for k in range(0, len(rest), 3):
             add(rest[k], rest[k + 1], rest[k + 2])
+
+    def take_run(
+        self, buf, pos: int, limit: int, file_position: int, max_length: int, floor: int
+    ) -> tuple[int, int, int]:
+        """A scan's `quiet_runs` for a rebuild over a segment's batches from position 0 (see
+        `storage.scan.LogScan`): the batches at `buf[pos:]` whose offsets stay in the segment's
+        relative range and whose entries `add` would write without raising, added at once."""
+        base = self.base_offset
+        last_offset = self.last_entry_offset if self.offset_entries else NONE
+        n, end, _, last, *_, points = quiet_run(
+            buf,
+            pos,
+            limit,
+            file_position,
+            max_length,
+            max(floor, base),
+            base + INT32_MAX,
+            2**63 - 1,
+            NONE,
+            *_NO_INDEX,
+            True,
+            file_position + pos,
+            self.last_indexed,
+            last_offset,
+            self.interval,
+        )
+        if n:
+            self.add_points(points)
+        return n, end, last
 
     def _entry(self, valid: int, last: int) -> None:
         """OffsetIndex.append, then TimeIndex.maybeAppend: their checks, in their order."""
