@@ -103,6 +103,10 @@ def test_jobs_give_what_the_serial_run_gives_on_random_damaged_log_dirs(
 
 def test_the_real_cli_gives_the_same_bytes_with_and_without_jobs(tmp_path) -> None:
     d = damaged_log_dir(tmp_path, 7, 7)
+    replica = damaged_log_dir(tmp_path / "replica", 8, None)
+    heal = ("repair", str(d), "--mode", "heal", "--replica", str(replica), "--dry-run", "--json")
+    serial, pooled = serial_and_pooled(*heal)  # heal: scanned in the workers, planned here
+    assert pooled == serial and json.loads(serial[1])["heal"]["ranges"], serial
     for args in (("verify", "--json"), ("repair", "--mode", "salvage", "--dry-run")):
         serial = cli(*args, str(d), "--jobs", "1")
         pooled = cli(*args, str(d), "--jobs", "2")
