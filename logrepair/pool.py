@@ -122,12 +122,12 @@ def _died(processes: list, jobs: int) -> str:
         process.join(timeout=5)
     codes = [p.exitcode for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
     if codes and codes[0] < 0:
-        how = f"was killed by {signal.Signals(-codes[0]).name} (out of memory, or by hand;"
+        how = f"was killed by {signal.Signals(-codes[0]).name} (out of memory, or by hand; "
     elif codes:
         how = f"exited with status {codes[0]} ("
     else:
         how = "ended without its results ("
-    return f"a worker process of --jobs {jobs} {how} --jobs 1 scans without workers)"
+    return f"a worker process of --jobs {jobs} {how}--jobs 1 scans without workers)"
 
 
 def _context(task: Callable) -> Any:

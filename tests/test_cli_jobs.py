@@ -216,3 +216,20 @@ def test_ctrl_c_stops_the_workers(tmp_path) -> None:
     out, err = proc.communicate(timeout=30)
     assert time.monotonic() - started < 20  # the sleeping worker was not waited for
     assert proc.returncode == 2 and err.strip() == "logrepair: interrupted", err
+
+
+def test_summaries_out_with_jobs_writes_the_serial_runs_tables(tmp_path) -> None:
+    """`audit --summaries-out --jobs`: partition dirs listed and segments scanned in the workers,
+    the rows written here in the serial run's order."""
+    pq = pytest.importorskip("pyarrow.parquet")
+    from logrepair import pool
+    from logrepair.audit.summary_writer import write_summaries
+
+    d = damaged_log_dir(tmp_path, 5, 5)
+    write_summaries([str(d)], str(tmp_path / "serial"), broker="b")
+    write_summaries([str(d)], str(tmp_path / "pooled"), broker="b", segments=pool.Pool(2))
+    for table in ("segments", "partitions", "log_dirs"):
+        [serial] = (tmp_path / "serial").rglob(f"{table}.parquet")
+        [pooled] = (tmp_path / "pooled").rglob(f"{table}.parquet")
+        assert pq.read_table(pooled).equals(pq.read_table(serial)), table
+    assert pq.read_table(serial).num_rows > 0

@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from itertools import islice
 
+from ..pool import Mapper, serial
 from ..storage import layout
 from ..storage.checkpoints import CheckpointError, read_offsets
 from ..storage.disk import SPECIAL_TYPES, Disk, join
@@ -34,11 +36,15 @@ class DiscoveryError(ValueError):
     """A PATH that is neither a log dir, a partition dir, nor a folder of log dirs."""
 
 
-def discover(disk: Disk, paths: list[str]) -> list[LogDirPlan]:
-    """The log dirs under `paths`, each once, with broker labels (see the module docstring)."""
+def discover(disk: Disk, paths: list[str], partitions: Mapper | None = None) -> list[LogDirPlan]:
+    """The log dirs under `paths`, each once, with broker labels (see the module docstring);
+    `partitions` lists their partition dirs (`logrepair.pool`: in worker processes)."""
     found = discover_log_dirs(disk, paths)
+    listed = iter(
+        list((partitions or serial)(plan_partition, disk, [d for _, ds in found for d in ds]))
+    )
     for plan, dirs in found:
-        plan.partitions = [plan_partition(disk, d) for d in dirs]
+        plan.partitions = list(islice(listed, len(dirs)))
     return [plan for plan, _ in found]
 
 

@@ -45,7 +45,7 @@ def audit_paths(
         for plan, dirs in found
         for d in dirs
     ]
-    done = iter((partitions or serial)(audit_one, disk, work))
+    done = iter(list((partitions or serial)(audit_one, disk, work)))
     results: list[PartitionResult] = []
     for plan, dirs in found:
         for _ in dirs:

@@ -127,7 +127,7 @@ def write_summaries(
     (`logrepair.pool`: in worker processes, in order; None: one after the other here)."""
     disk = disk or OsDisk()
     fs, root = open_location(dest)
-    plans = discover(disk, paths)
+    plans = discover(disk, paths, segments)
     if broker is not None:
         for p in plans:
             p.broker = broker
