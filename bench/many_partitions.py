@@ -20,7 +20,8 @@ Wall time needs free cores: with the kernel's autogroup scheduling (one share of
 session), a pool run while other sessions keep the cores busy gets the one share the serial run
 gets. So it also prints the CPU of both runs (the workers' too) and the load-independent estimate
 serial CPU / (pooled CPU here + workers' CPU / N): what the pool gives on idle cores if nothing
-in the parent overlaps the workers (a chunk of imbalance and the forkserver's start aside).
+in the parent overlaps the workers (a chunk of imbalance and the forkserver's start aside). These
+runs import logrepair from cached bytecode, as an installed one does.
 """
 
 from __future__ import annotations
@@ -133,11 +134,15 @@ def cpu_seconds(code: str, *args: str) -> float:
     return child_run(code, *args)[0]
 
 
-def child_run(code: str, *args: str) -> tuple[float, float, float]:
+def child_run(code: str, *args: str, bytecode: bool = False) -> tuple[float, float, float]:
     """CPU, wall and worker CPU seconds of one child run. The code runs from a file, as a
     program's main module: a pool's workers import it again (as `__mp_main__`), as they would
-    the `logrepair` script."""
+    the `logrepair` script. `bytecode`: modules imported from cached bytecode, as an installed
+    logrepair's are (PYTHONDONTWRITEBYTECODE, set here, makes every process compile every module
+    it imports: ~0.3 s in each run and again in a pool's forkserver)."""
     env = dict(os.environ)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     with tempfile.NamedTemporaryFile("w", suffix=".py") as script:
@@ -163,13 +168,15 @@ def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> Non
     commands = dict(COMMANDS)
     dest = tempfile.mkdtemp(prefix="bench-many-summaries-")
     commands["audit --summaries-out"] = ["audit", "--summaries-out", dest, "--full-rescan"]
+    child_run(TIMED, "verify", "--jobs", "2", path, bytecode=True)  # caches the bytecode
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     try:
         for name in only or commands:
             tried: dict[str, list] = {"1": [], str(jobs): []}
             for _ in range(runs):  # alternately, so that a change of load hits both
                 for n, results in tried.items():
-                    results.append(child_run(TIMED, *commands[name], "--jobs", n, path))
+                    command = [*commands[name], "--jobs", n, path]
+                    results.append(child_run(TIMED, *command, bytecode=True))
             serial, pooled = (min(r, key=lambda run: run[1]) for r in tried.values())
             # with free cores, the pooled run takes about its own CPU plus its workers' shared
             # out: the serial CPU over that is what the pool gives where nothing else runs
