@@ -11,6 +11,7 @@ import argparse
 
 from ..recovery import notation
 from ..recovery.loss import PartitionLoss
+from ..recovery.mode_costs import left_hints
 from ..recovery.planner import REPAIR_MODES
 from ..recovery.repair import RepairResult, repair
 from ._heal_options import heal_options, run_heal
@@ -80,10 +81,12 @@ def render(result: RepairResult) -> str:
                 f"quarantine: {result.quarantine} (undo: logrepair undo {result.quarantine})"
             )
     if plan.left:
-        lines.append(f"{len(plan.left)} defect(s) this mode leaves:")
-        for f in plan.left:
-            modes = ", ".join(f["fixed_by"]) or "reported only"
-            lines.append(f"  {f['kind']:<30} {f['file']}  (fixed by: {modes})")
+        lines.append(
+            f"{len(plan.left)} defect(s) this mode leaves (fixed by: each mode that removes it "
+            "here, and what that mode would remove beyond this repair):"
+        )
+        for f, hint in zip(plan.left, left_hints(result.scan, plan), strict=True):
+            lines.append(f"  {f['kind']:<30} {f['file']}  (fixed by: {hint})")
     lines.append(summary(result))
     return "\n".join(lines)
 
