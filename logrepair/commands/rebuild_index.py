@@ -25,6 +25,7 @@ def add_parser(subparsers) -> None:
         description="Rebuild every segment's .index, .timeindex and .txnindex as Kafka's "
         "recovery would, replacing only those that differ (old ones go to quarantine).",
         run=run,
+        follow_links=True,
         dry_run="list what would be rebuilt",
         quarantine="quarantine root (default: beside the log dir)",
     )
@@ -40,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
         "quarantine": result.quarantine,
         "notes": plan.notes,
         "finished_interrupted": result.finished,
+        "links": [link.to_json() for link in plan.links],
     }
     emit(args, data, render(result))
     return 0
@@ -48,6 +50,7 @@ def run(args: argparse.Namespace) -> int:
 def render(result: RepairResult) -> str:
     plan = result.plan
     lines = [*result.finished, *(f"note: {note}" for note in plan.notes)]
+    lines += [f"link: {link.describe()}" for link in plan.links]
     if not plan.actions:
         lines.append(f"{plan.root}: every index already agrees with its log")
     for a in plan.actions:

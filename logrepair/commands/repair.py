@@ -27,6 +27,7 @@ def add_parser(subparsers) -> None:
         "quarantine beside the log dir (undo with `logrepair undo`); the run is journaled, so a "
         "crash during it is finished or rolled back by the next run.",
         run=run,
+        follow_links=True,
         own_options=_mode_option,
         dry_run="print the plan and change nothing",
         quarantine="where runs keep what they remove (default: <log dir>.logrepair-quarantine)",
@@ -63,6 +64,8 @@ def render(result: RepairResult) -> str:
         lines.append(f"  warning: {warning}")
     for note in plan.notes:
         lines.append(f"  note: {note}")
+    for link in plan.links:
+        lines.append(f"  link: {link.describe()}")
     if not plan.actions:
         lines.append("nothing to repair")
     else:

@@ -1,0 +1,293 @@
+"""`repair` / `rebuild-index` `--follow-symlinks` (issue 12.4): segments that are symbolic links to
+files in another directory, as an operator who moved old segments to another disk leaves them.
+Real links in real directories, the real CLI in a subprocess, a real SIGKILL mid-apply: the
+target is repaired as the file and the link stays, the quarantine keeps the target's bytes, undo
+puts them back byte for byte (and a removed link back as it was), and a target that changed
+since the plan is refused."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from logrepair.recovery import repair as repair_module
+from logrepair.recovery.journal import APPLYING, JournalError, runs_under
+from logrepair.recovery.repair import repair
+from logrepair.recovery.settings import Settings
+from logrepair.storage import layout
+from logrepair.storage.osdisk import OsDisk
+from tests.test_cli_interrupted import STOPPED_AFTER_ACTIONS
+from tests.test_cli_recovery import REPO, cli, one_line_error
+
+from .builders import batches, flip_byte, write_offsets, write_segment
+
+DISK = OsDisk()
+SEG10, SEG20 = layout.log_file_name(10), layout.log_file_name(20)
+
+
+def _setup(base: Path) -> tuple[Path, Path]:
+    """A log dir whose `a-0` keeps segments 10 and 20 on another "disk" (`cold`), linked in by
+    relative links, with a corrupt batch at offset 11; and `b-0`, a torn tail, all regular."""
+    d, cold = base / "kafka-logs", base / "cold"
+    for first in (0, 10, 20):
+        write_segment(d / "a-0", first, batches(first, 10))
+    flip_byte(d / "a-0" / SEG10, 300)
+    write_segment(d / "b-0", 0, batches(0, 10))
+    with open(d / "b-0" / layout.log_file_name(0), "ab") as f:
+        f.write(batches(10, 1)[0][:50])
+    write_offsets(d, layout.RECOVERY_POINT_CHECKPOINT, {("a", 0): 0, ("b", 0): 0})
+    write_offsets(d, layout.REPLICATION_CHECKPOINT, {("a", 0): 30, ("b", 0): 10})
+    cold.mkdir()
+    for name in (SEG10, SEG20):
+        link = d / "a-0" / name
+        link.rename(cold / name)
+        link.symlink_to(os.path.relpath(cold / name, link.parent))
+    return d, cold
+
+
+def _tree(d: Path) -> dict:
+    """Every entry under `d`: a link's text, a file's bytes, a directory's entries."""
+    out = {}
+    for name in sorted(os.listdir(d)):
+        p = d / name
+        if p.is_symlink():
+            out[name] = ("link", os.readlink(p))
+        elif p.is_dir():
+            out[name] = _tree(p)
+        else:
+            out[name] = p.read_bytes()
+    return out
+
+
+def _follow(cold: Path) -> tuple[str, ...]:
+    return ("--follow-symlinks-into", str(cold))
+
+
+@pytest.mark.parametrize("mode", ["kafka", "point-in-time", "salvage"])
+def test_a_linked_segment_is_repaired_as_its_target_and_undo_puts_every_byte_back(tmp_path, mode):
+    d, cold = _setup(tmp_path)
+    before, cold_before = _tree(d), _tree(cold)
+    # without the option, or with it but the targets outside the log dir: a-0 is left as it is
+    for option, why in (
+        ((), "(--follow-symlinks reads a link to a regular file as that file)"),
+        (("--follow-symlinks",), "not followed: it points outside the log dir"),
+    ):
+        out = json.loads(
+            cli("repair", str(d), "--mode", mode, "--json", "--dry-run", *option).stdout
+        )
+        assert not any(a["file"].startswith("a-0/") for a in out["actions"])
+        assert any(n.startswith("a-0: left as it is") and why in n for n in out["notes"]), out
+    # the dry run names each link's target and its identity, and changes nothing
+    dry = cli("repair", str(d), "--mode", mode, "--json", "--dry-run", *_follow(cold))
+    assert dry.returncode == 1, dry.stderr
+    links = {x["link"]: x for x in json.loads(dry.stdout)["links"]}
+    assert set(links) == {f"a-0/{SEG10}", f"a-0/{SEG20}"}
+    st = os.stat(cold / SEG10)
+    assert links[f"a-0/{SEG10}"]["target"] == str(cold.resolve() / SEG10)
+    assert (links[f"a-0/{SEG10}"]["inode"], links[f"a-0/{SEG10}"]["size"]) == (
+        st.st_ino,
+        st.st_size,
+    )
+    assert _tree(d) == before and _tree(cold) == cold_before
+
+    proc = cli("repair", str(d), "--mode", mode, *_follow(cold))
+    assert proc.returncode == 1, proc.stderr
+    assert f"link: a-0/{SEG10} -> {cold.resolve() / SEG10}" in proc.stdout
+    # the link stays a link holding what it held; the target was cut (segment 10 at offset 11)
+    assert os.readlink(d / "a-0" / SEG10) == before["a-0"][SEG10][1]
+    assert (cold / SEG10).stat().st_size < len(cold_before[SEG10])
+    deleted = mode != "salvage"  # kafka and point-in-time drop segment 20: its target moves
+    assert (d / "a-0" / SEG20).is_symlink() != deleted and (cold / SEG20).exists() != deleted
+    [run] = runs_under(DISK, f"{d}.logrepair-quarantine")
+    if deleted:  # the quarantine keeps the target's bytes, not a link
+        kept = Path(run.qdir) / "files" / "a-0" / SEG20
+        assert not kept.is_symlink() and kept.read_bytes() == cold_before[SEG20]
+    verify = cli("verify", str(d), "--follow-symlinks")
+    assert verify.returncode == 0, verify.stdout
+    again = cli("repair", str(d), "--mode", mode, "--json", *_follow(cold))
+    assert again.returncode == 0 and json.loads(again.stdout)["actions"] == [], again.stdout
+
+    undo = cli("undo", run.qdir)
+    assert undo.returncode == 0, undo.stderr
+    assert _tree(d) == before and _tree(cold) == cold_before  # byte for byte, links as they were
+
+
+@pytest.mark.parametrize(
+    ("make", "why"),
+    [
+        (lambda link, cold, d: link.symlink_to(cold / "gone.log"), "a dangling link"),
+        (lambda link, cold, d: link.symlink_to(link.name), "a loop of symbolic links"),
+        (lambda link, cold, d: link.symlink_to(cold), "points at a directory"),
+        (lambda link, cold, d: (os.mkfifo(cold / "p"), link.symlink_to(cold / "p")), "a FIFO"),
+        (
+            lambda link, cold, d: link.symlink_to(d / "b-0" / layout.log_file_name(0)),
+            f"it points at b-0/{layout.log_file_name(0)}, a file Kafka reads on its own",
+        ),
+        (
+            lambda link, cold, d: link.symlink_to(cold / SEG20),
+            f"a-0/{SEG10}, a-0/{SEG20} are links to the same file",
+        ),
+    ],
+    ids=["dangling", "loop", "directory", "fifo", "kafka-file", "shared-target"],
+)
+def test_a_link_that_cannot_be_followed_leaves_its_partition_as_it_is(tmp_path, make, why):
+    d, cold = _setup(tmp_path)
+    link = d / "a-0" / SEG10
+    link.unlink()
+    make(link, cold, d)
+    before = _tree(d / "a-0")
+    proc = cli("repair", str(d), "--mode", "salvage", "--json", *_follow(cold))
+    assert proc.returncode == 1, proc.stderr  # b-0's torn tail is repaired
+    out = json.loads(proc.stdout)
+    [note] = [n for n in out["notes"] if n.startswith("a-0: left as it is")]
+    assert why in note, note
+    assert _tree(d / "a-0") == before and {a["file"][:3] for a in out["actions"]} >= {"b-0"}
+
+
+def _replace_after_planning(monkeypatch, change) -> None:
+    """`change()` runs after the plan is made and before anything is saved: another process
+    replacing the target in that window."""
+    real = repair_module.make_plan
+
+    def make_plan(scan, mode, *args):
+        plan = real(scan, mode, *args)
+        change()
+        return plan
+
+    monkeypatch.setattr(repair_module, "make_plan", make_plan)
+
+
+def _replaced(target: Path) -> None:
+    fresh = target.with_name("fresh")
+    fresh.write_bytes(target.read_bytes())
+    fresh.rename(target)  # the same name and bytes, another file
+
+
+def _appended(target: Path) -> None:
+    with open(target, "ab") as f:
+        f.write(b"x")
+
+
+@pytest.mark.parametrize(
+    ("change", "why"),
+    [(_replaced, "was replaced by another file"), (_appended, "went from 1,770 to 1,771 bytes")],
+)
+def test_a_target_changed_between_plan_and_apply_is_refused(tmp_path, monkeypatch, change, why):
+    d, cold = _setup(tmp_path)
+    _replace_after_planning(monkeypatch, lambda: change(cold / SEG10))
+    before = _tree(d)
+    settings = Settings(follow_symlinks=True, symlink_roots=(str(cold),))
+    with pytest.raises(JournalError) as refused:
+        repair(DISK, str(d), "salvage", settings)
+    assert f"a-0/{SEG10}: its target {cold.resolve() / SEG10} {why} since the plan" in str(
+        refused.value
+    )
+    assert "nothing was changed" in str(refused.value)
+    assert _tree(d) == before and runs_under(DISK, f"{d}.logrepair-quarantine") == []
+
+
+def _stopped(
+    d: Path, cold: Path, mode: str, how: str, after: int, script: str = ""
+) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(REPO), **{f"{how}_AFTER_ACTIONS": str(after)})
+    cmd = [sys.executable, "-c", script or STOPPED_AFTER_ACTIONS, "repair", str(d), "--mode", mode,
+           *_follow(cold)]  # fmt: skip
+    return subprocess.Popen(
+        cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
+        text=True,
+    )  # fmt: skip
+
+
+def _killed(d: Path, cold: Path, mode: str, after: int, script: str = "") -> None:
+    proc = _stopped(d, cold, mode, "KILL", after, script)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == -signal.SIGKILL, err
+
+
+KILLED_IN_DELETE = textwrap.dedent(
+    """
+    import os, signal, sys
+    from logrepair.cli import main
+    from logrepair.recovery import apply
+
+    real = apply.move_file
+
+    def move_file(disk, src, dst):
+        # killed with a followed link's target in the quarantine and the link not yet removed
+        real(disk, src, dst)
+        if "/files/" in dst:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    apply.move_file = move_file
+    sys.exit(main(sys.argv[1:]))
+    """
+)
+
+
+@pytest.mark.parametrize(
+    ("mode", "after"),
+    [("salvage", 1), ("salvage", 2), ("point-in-time", 1), ("point-in-time", 3), ("kafka", 0)],
+)
+def test_a_repair_killed_mid_apply_is_finished_or_undone_exactly(tmp_path, mode, after):
+    """SIGKILL after `after` actions (after=0: inside the move of a linked segment's target),
+    then: the next repair reaches what an uninterrupted one reaches; and undo (of the finished
+    run, or the roll-back of the interrupted one) puts every byte and link back."""
+    reference, reference_cold = _setup(tmp_path / "reference")
+    assert cli("repair", str(reference), "--mode", mode, *_follow(reference_cold)).returncode == 1
+    for finish in (True, False):
+        d, cold = _setup(tmp_path / f"finish-{finish}")
+        before, cold_before = _tree(d), _tree(cold)
+        _killed(d, cold, mode, after or -1, KILLED_IN_DELETE if after == 0 else "")
+        [run] = runs_under(DISK, f"{d}.logrepair-quarantine")
+        assert run.state == APPLYING
+        if finish:
+            proc = cli("repair", str(d), "--mode", mode, *_follow(cold))
+            assert proc.returncode == 1 and "completed the interrupted repair" in proc.stdout, proc
+            assert _tree(d) == _tree(reference) and _tree(cold) == _tree(reference_cold)
+        undo = cli("undo", run.qdir)
+        assert undo.returncode == 0, undo.stderr
+        assert _tree(d) == before and _tree(cold) == cold_before
+
+
+def test_a_target_replaced_while_a_repair_is_paused_stops_it_and_is_never_written(tmp_path):
+    d, cold = _setup(tmp_path)
+    proc = _stopped(d, cold, "salvage", "PAUSE", 1)  # the split out of segment 10 done
+    assert proc.stdout.readline().strip() == "paused", proc.stderr.read()
+    _replaced(cold / SEG10)
+    replaced = (cold / SEG10).read_bytes()
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in err, err
+    assert f"a-0/{SEG10} is a followed symbolic link to {cold.resolve() / SEG10}, but its " in err
+    assert "target was replaced by another file since the repair planned" in err
+    assert (cold / SEG10).read_bytes() == replaced  # never cut
+    # the next run, and undo, refuse in one line too: the journal no longer describes that file
+    for again in (
+        cli("repair", str(d), "--mode", "salvage", *_follow(cold)),
+        cli("undo", runs_under(DISK, f"{d}.logrepair-quarantine")[0].qdir),
+    ):
+        one_line_error(again)
+        assert f"a-0/{SEG10}: its target" in again.stderr, again.stderr
+    assert (cold / SEG10).read_bytes() == replaced
+
+
+def test_rebuild_index_follows_a_linked_index_and_writes_its_target(tmp_path):
+    d, cold = _setup(tmp_path)
+    index = d / "b-0" / layout.index_file_name(0)
+    index.rename(cold / index.name)
+    index.symlink_to(cold / index.name)
+    (cold / index.name).write_bytes(b"  ")  # corrupt: rebuilt by the rebuild
+    proc = cli("rebuild-index", str(d / "b-0"), "--json", *_follow(cold))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert [x["link"] for x in out["links"]] == [index.name]
+    assert index.is_symlink() and (cold / index.name).read_bytes() != b"  "
+    assert not list(cold.glob("*.tmp"))  # the temporary file beside the target was renamed
+    undo = cli("undo", out["quarantine"])
+    assert undo.returncode == 0 and (cold / index.name).read_bytes() == b"  ", undo.stderr
