@@ -289,5 +289,7 @@ def test_rebuild_index_follows_a_linked_index_and_writes_its_target(tmp_path):
     assert [x["link"] for x in out["links"]] == [index.name]
     assert index.is_symlink() and (cold / index.name).read_bytes() != b"  "
     assert not list(cold.glob("*.tmp"))  # the temporary file beside the target was renamed
+    again = json.loads(cli("rebuild-index", str(d / "b-0"), "--json", *_follow(cold)).stdout)
+    assert again["actions"] == []
     undo = cli("undo", out["quarantine"])
     assert undo.returncode == 0 and (cold / index.name).read_bytes() == b"  ", undo.stderr
