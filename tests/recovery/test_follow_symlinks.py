@@ -293,3 +293,18 @@ def test_rebuild_index_follows_a_linked_index_and_writes_its_target(tmp_path):
     assert again["actions"] == []
     undo = cli("undo", out["quarantine"])
     assert undo.returncode == 0 and (cold / index.name).read_bytes() == b"  ", undo.stderr
+
+
+def test_a_linked_root_checkpoint_is_rewritten_beside_its_target(tmp_path):
+    d, cold = _setup(tmp_path)
+    checkpoint = d / layout.RECOVERY_POINT_CHECKPOINT
+    checkpoint.rename(cold / "recovery-points")
+    checkpoint.symlink_to(cold / "recovery-points")
+    before, cold_before = _tree(d), _tree(cold)
+    proc = cli("repair", str(d), "--mode", "salvage", "--json", *_follow(cold))
+    assert proc.returncode == 1, proc.stderr
+    assert checkpoint.is_symlink() and os.readlink(checkpoint) == str(cold / "recovery-points")
+    assert (cold / "recovery-points").read_text() != cold_before["recovery-points"].decode()
+    assert sorted(os.listdir(cold)) == sorted(cold_before)  # no temporary file left beside it
+    undo = cli("undo", json.loads(proc.stdout)["quarantine"])
+    assert undo.returncode == 0 and _tree(d) == before and _tree(cold) == cold_before, undo
