@@ -53,10 +53,16 @@ class UndoResult:
 
     def lines(self) -> list[str]:
         out = list(self.notes)
+        links = self.journal.data.get("links") or {}
         for done, rel in self.files:
-            out.append(
+            line = (
                 f"{done} {rel}" if done != "removed" else f"removed {rel} (created by the repair)"
             )
+            if rel in links and done == "put back":
+                line += f" (its target {links[rel]['target']} moved back, the link made again)"
+            elif rel in links:
+                line += f" (in its symbolic link's target {links[rel]['target']})"
+            out.append(line)
         out.append(self.summary())
         return out
 

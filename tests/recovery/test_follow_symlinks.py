@@ -117,6 +117,12 @@ def test_a_linked_segment_is_repaired_as_its_target_and_undo_puts_every_byte_bac
     undo = cli("undo", run.qdir)
     assert undo.returncode == 0, undo.stderr
     assert _tree(d) == before and _tree(cold) == cold_before  # byte for byte, links as they were
+    target = cold.resolve()
+    assert f"restored a-0/{SEG10} (in its symbolic link's target {target / SEG10})" in undo.stdout
+    if deleted:
+        assert (
+            f"put back a-0/{SEG20} (its target {target / SEG20} moved back, the link made again)"
+        ) in undo.stdout
 
 
 @pytest.mark.parametrize(
