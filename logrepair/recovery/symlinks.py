@@ -57,15 +57,6 @@ class FollowedLink:
             "mtime_ns": ident.mtime_ns,
         }
 
-    @classmethod
-    def from_json(cls, data: dict) -> FollowedLink:
-        return cls(
-            data["link"],
-            data["text"],
-            data["target"],
-            FileIdentity(data["device"], data["inode"], data["size"], data["mtime_ns"]),
-        )
-
     def describe(self) -> str:
         """One line of a plan: which file the link's name stands for."""
         return (
@@ -93,9 +84,10 @@ def follow(disk: Disk, path: str, rel: str, settings: Settings) -> tuple[Followe
     roots = settings.symlink_roots
     if roots is not None:
         if not any(_inside(target, r) for r in roots):
+            where = "the log dir" + (" and every --follow-symlinks-into DIR" if roots[1:] else "")
             return None, (
-                f"it points outside the log dir, at {printable(target)}; a repair follows it "
-                "there only with --follow-symlinks-into DIR naming a directory that holds it"
+                f"it points outside {where}, at {printable(target)}; a repair follows it there "
+                "only with --follow-symlinks-into DIR naming a directory that holds it"
             )
         kafka_file = _kafka_file(target, roots[0])
         if kafka_file is not None:

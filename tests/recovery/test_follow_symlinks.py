@@ -314,3 +314,23 @@ def test_a_linked_root_checkpoint_is_rewritten_beside_its_target(tmp_path):
     assert sorted(os.listdir(cold)) == sorted(cold_before)  # no temporary file left beside it
     undo = cli("undo", json.loads(proc.stdout)["quarantine"])
     assert undo.returncode == 0 and _tree(d) == before and _tree(cold) == cold_before, undo
+
+
+def test_a_target_replaced_between_the_dry_run_and_the_apply_is_what_the_apply_plans_from(tmp_path):
+    """A dry run and the apply are two runs: the apply plans again, from the file the link
+    resolves to then, and says which (its `links`), so the change is seen, never papered over."""
+    d, cold = _setup(tmp_path)
+    dry = json.loads(
+        cli("repair", str(d), "--mode", "salvage", "--dry-run", "--json", *_follow(cold)).stdout
+    )
+    assert any(a["file"] == f"a-0/{SEG10}" for a in dry["actions"])
+    fresh = cold / "fresh"
+    fresh.write_bytes(b"".join(batches(10, 10)))  # an undamaged copy, renamed over the target
+    fresh.rename(cold / SEG10)
+    proc = cli("repair", str(d), "--mode", "salvage", "--json", *_follow(cold))
+    out = json.loads(proc.stdout)
+    before = {x["link"]: x["inode"] for x in dry["links"]}
+    after = {x["link"]: x["inode"] for x in out["links"]}
+    assert after[f"a-0/{SEG10}"] == os.stat(cold / SEG10).st_ino != before[f"a-0/{SEG10}"]
+    assert [p["topic"] for p in out["partitions"] if p["removed_bytes"]] == ["b"]
+    assert (cold / SEG10).read_bytes() == b"".join(batches(10, 10))  # nothing to cut there now
