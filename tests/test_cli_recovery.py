@@ -138,6 +138,8 @@ def test_a_notice_is_reported_but_verify_and_audit_stay_clean(tmp_path):
         ["verify", ".", "--topic-config", "no-colon"],
         ["verify", ".", "--index-interval-bytes", "-3"],
         ["verify", ".", "--config", "/no/such/server.properties"],
+        ["repair", ".", "--mode", "kafka", "--follow-symlinks-into", "/no/such/dir"],
+        ["rebuild-index", ".", "--follow-symlinks-into", __file__],
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args):
