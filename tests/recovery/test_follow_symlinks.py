@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
@@ -334,3 +336,32 @@ def test_a_target_replaced_between_the_dry_run_and_the_apply_is_what_the_apply_p
     assert after[f"a-0/{SEG10}"] == os.stat(cold / SEG10).st_ino != before[f"a-0/{SEG10}"]
     assert [p["topic"] for p in out["partitions"] if p["removed_bytes"]] == ["b"]
     assert (cold / SEG10).read_bytes() == b"".join(batches(10, 10))  # nothing to cut there now
+
+
+def test_targets_on_another_filesystem_are_copied_into_the_quarantine_and_back(tmp_path):
+    """The usual case: old segments on another disk. A deleted target crosses filesystems into
+    the quarantine (copied, fsynced, then removed) and back on undo; killed in between, the next
+    run finishes it."""
+    other = Path("/dev/shm")
+    if not other.is_dir() or os.stat(other).st_dev == os.stat(tmp_path).st_dev:
+        pytest.skip("needs a second filesystem (/dev/shm)")
+    base = Path(tempfile.mkdtemp(dir=other))
+    try:
+        d, _ = _setup(tmp_path)
+        cold = base / "cold"
+        shutil.copytree(tmp_path / "cold", cold)
+        for name in (SEG10, SEG20):
+            (d / "a-0" / name).unlink()
+            (d / "a-0" / name).symlink_to(cold / name)
+        before, cold_before = _tree(d), _tree(cold)
+        _killed(d, cold, "point-in-time", -1, KILLED_IN_DELETE)
+        proc = cli("repair", str(d), "--mode", "point-in-time", *_follow(cold))
+        assert proc.returncode == 1 and "completed the interrupted repair" in proc.stdout, proc
+        assert not (d / "a-0" / SEG20).exists() and not (cold / SEG20).exists()
+        [run] = runs_under(DISK, f"{d}.logrepair-quarantine")
+        assert (Path(run.qdir) / "files" / "a-0" / SEG20).read_bytes() == cold_before[SEG20]
+        undo = cli("undo", run.qdir)
+        assert undo.returncode == 0, undo.stderr
+        assert _tree(d) == before and _tree(cold) == cold_before
+    finally:
+        shutil.rmtree(base)
