@@ -138,10 +138,8 @@ def check(journal: Journal, *, what: str) -> None:
         if now != state and not (rel in loose and _passes_through(in_progress, now)):
             link = journal.data["links"][rel]
             why = still_resolves(disk, journal.t(rel), link["text"], link["target"])
-            raise LogDirChanged(
-                f"{rel}: {why or 'its target ' + link['target'] + ' is no longer the file the repair left'}"
-                f" {since}; {what}"
-            )
+            why = why or f"its target {link['target']} is no longer the file the repair left"
+            raise LogDirChanged(f"{rel}: {why} {since}; {what}")
     for rel, state in expect["files"].items():
         now = file_state(disk, journal.t(rel))
         if now == state:
