@@ -18,11 +18,14 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from logrepair.recovery import repair as repair_module
 from logrepair.recovery.journal import APPLYING, JournalError, runs_under
 from logrepair.recovery.repair import repair
 from logrepair.recovery.settings import Settings
+from logrepair.recovery.undo import undo
 from logrepair.storage import layout
 from logrepair.storage.osdisk import OsDisk
 from tests.test_cli_interrupted import STOPPED_AFTER_ACTIONS
@@ -365,3 +368,81 @@ def test_targets_on_another_filesystem_are_copied_into_the_quarantine_and_back(t
         assert _tree(d) == before and _tree(cold) == cold_before
     finally:
         shutil.rmtree(base)
+
+
+DAMAGE = st.sampled_from(["none", "flip", "torn", "garbage", "index"])
+
+
+def _damaged(base: Path, damage: list[str]) -> Path:
+    """`a-0` with three segments, each damaged as drawn; `b-0` clean."""
+    d = base / "kafka-logs"
+    for n, first in enumerate((0, 10, 20)):
+        write_segment(d / "a-0", first, batches(first, 10))
+        log = d / "a-0" / layout.log_file_name(first)
+        if damage[n] == "flip":
+            flip_byte(log, 177 * 3 + 60)
+        elif damage[n] == "torn":
+            os.truncate(log, 177 * 9 + 40)
+        elif damage[n] == "garbage":
+            with open(log, "ab") as f:
+                f.write(b"\x07" * 300)
+        elif damage[n] == "index":
+            (d / "a-0" / layout.index_file_name(first)).write_bytes(b"\x01" * 7)
+    write_segment(d / "b-0", 0, batches(0, 5))
+    write_offsets(d, layout.RECOVERY_POINT_CHECKPOINT, {("a", 0): 10, ("b", 0): 5})
+    write_offsets(d, layout.REPLICATION_CHECKPOINT, {("a", 0): 30, ("b", 0): 5})
+    return d
+
+
+def _linked(d: Path, cold: Path, names: list[str]) -> None:
+    cold.mkdir()
+    for name in names:
+        (d / "a-0" / name).rename(cold / name)
+        (d / "a-0" / name).symlink_to(cold / name)
+
+
+def _through_links(d: Path) -> dict:
+    """The partition as Kafka would read it: each name's bytes, through its link if it is one."""
+    return {n: (d / "a-0" / n).read_bytes() for n in sorted(os.listdir(d / "a-0"))}
+
+
+FILES = [
+    layout.log_file_name(b) if kind == "log" else layout.index_file_name(b)
+    for b in (0, 10, 20)
+    for kind in ("log", "index")
+]
+
+
+@settings(max_examples=300 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 10)
+@given(
+    damage=st.lists(DAMAGE, min_size=3, max_size=3),
+    linked=st.lists(st.sampled_from(FILES), min_size=1, max_size=4, unique=True),
+    mode=st.sampled_from(["kafka", "point-in-time", "salvage"]),
+)
+def test_following_links_repairs_as_if_the_targets_were_in_place(damage, linked, mode):
+    """Invariant: a repair through followed links leaves, read through the links, exactly what
+    the same repair leaves with the files in place; the links stay or go as the files do; undo
+    puts back every byte and link."""
+    with tempfile.TemporaryDirectory() as tmp:
+        plain = _damaged(Path(tmp) / "plain", damage)
+        d = _damaged(Path(tmp) / "linked", damage)
+        cold = Path(tmp) / "linked" / "cold"
+        _linked(d, cold, linked)
+        before, cold_before = _tree(d), _tree(cold)
+        expected = repair(DISK, str(plain), mode, Settings())
+        result = repair(
+            DISK, str(d), mode, Settings(follow_symlinks=True, symlink_roots=(str(cold),))
+        )
+        assert [a.to_json() for a in result.plan.actions] == [
+            a.to_json() for a in expected.plan.actions
+        ]
+        assert _through_links(d) == _through_links(plain)
+        for name in linked:
+            assert (d / "a-0" / name).is_symlink() == (plain / "a-0" / name).exists()
+        again = repair(
+            DISK, str(d), mode, Settings(follow_symlinks=True, symlink_roots=(str(cold),))
+        )
+        assert again.plan.actions == []
+        if result.quarantine is not None:
+            undo(DISK, result.quarantine)
+        assert _tree(d) == before and _tree(cold) == cold_before
