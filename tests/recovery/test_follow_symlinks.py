@@ -80,10 +80,11 @@ def test_a_linked_segment_is_repaired_as_its_target_and_undo_puts_every_byte_bac
     d, cold = _setup(tmp_path)
     before, cold_before = _tree(d), _tree(cold)
     # without the option, or with it but the targets outside the log dir: a-0 is left as it is
+    # (the same in every mode: asked of one)
     for option, why in (
         ((), "(--follow-symlinks reads a link to a regular file as that file)"),
         (("--follow-symlinks",), "not followed: it points outside the log dir"),
-    ):
+    )[: 2 if mode == "salvage" else 0]:
         out = json.loads(
             cli("repair", str(d), "--mode", mode, "--json", "--dry-run", *option).stdout
         )
@@ -244,7 +245,7 @@ KILLED_IN_DELETE = textwrap.dedent(
 
 @pytest.mark.parametrize(
     ("mode", "after"),
-    [("salvage", 1), ("salvage", 2), ("point-in-time", 1), ("point-in-time", 3), ("kafka", 0)],
+    [("salvage", 1), ("point-in-time", 3), ("kafka", 0)],
 )
 def test_a_repair_killed_mid_apply_is_finished_or_undone_exactly(tmp_path, mode, after):
     """SIGKILL after `after` actions (after=0: inside the move of a linked segment's target),
@@ -413,7 +414,7 @@ FILES = [
 ]
 
 
-@settings(max_examples=300 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 10)
+@settings(max_examples=300 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 6)
 @given(
     damage=st.lists(DAMAGE, min_size=3, max_size=3),
     linked=st.lists(st.sampled_from(FILES), min_size=1, max_size=4, unique=True),
