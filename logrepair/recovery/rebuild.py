@@ -86,7 +86,8 @@ def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
     plan = Plan("rebuild-index", scan.root)
     for p in scan.partitions:
         own = scan.prepared.get(p.rel)
-        if not isinstance(own, Plan) or own.mode != plan.mode:
+        if not isinstance(own, Plan) or own.mode != plan.mode or p.left_alone is not None:
+            # (a partition left alone once every partition was scanned: shared link targets)
             own = Plan(plan.mode, scan.root)
             _plan_partition(disk, p, own)
         plan.actions.extend(own.actions)
