@@ -103,6 +103,23 @@ def overflow_then_a_bit_flip(pdir: Path) -> int:
     return 0
 
 
+def overflow_then_a_bit_flip_before_a_later_piece(pdir: Path) -> int:
+    """The split makes three pieces; the second's recovery cuts at the flip and the third goes."""
+    data = batches(5, 4) + batches(FAR, 3) + batches(2**32 + 100, 2)
+    write_segment(pdir, 0, data, indexes=False)
+    flip_byte(pdir / layout.log_file_name(0), sum(map(len, data[:5])) + 80)
+    return 0
+
+
+def overflow_then_a_piece_beginning_with_a_bit_flip(pdir: Path) -> int:
+    """The flipped batch begins a piece of its own: its recovery empties it, and the empty
+    segment stays (the log end jumps to its name)."""
+    data = batches(5, 4) + batches(FAR, 2) + batches(2**32 + 100, 2)
+    write_segment(pdir, 0, data, indexes=False)
+    flip_byte(pdir / layout.log_file_name(0), sum(map(len, data[:6])) + 80)
+    return 0
+
+
 def overflow_split_while_loading(pdir: Path) -> int:
     """Split while loading (no `.index`), the recovery point below its first piece: the
     recovery pass reaches the original again, splits it again and deletes it."""
@@ -270,6 +287,8 @@ BUILDERS: list[Callable[[Path], int]] = [
     overflow_then_a_torn_batch,
     overflow_then_zeros,
     overflow_then_a_bit_flip,
+    overflow_then_a_bit_flip_before_a_later_piece,
+    overflow_then_a_piece_beginning_with_a_bit_flip,
     overflow_split_while_loading,
     base_offsets_flipped_past_each_other,
     misnamed_segment,

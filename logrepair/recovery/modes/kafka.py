@@ -155,12 +155,17 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         )
     if scan.kafka_pieces:
         pieces = []
-        bounds = [pc.position for pc in scan.kafka_pieces[1:]] + [end]
+        # the split copies the whole file; the recovery of the pieces then cuts at `end`
+        bounds = [min(pc.position, end) for pc in scan.kafka_pieces[1:]] + [end]
         for pc, stop in zip(scan.kafka_pieces, bounds, strict=True):
             if pc.position < stop:
                 lasts = [r.last_offset for r in scan.runs if r.start < stop and r.end > pc.position]
                 last = max(lasts, default=pc.base_offset)
                 pieces.append(Piece(pc.position, stop, pc.base_offset, last))
+            elif pc.position == end < scan.size:
+                # a piece beginning at the first invalid batch: its recovery empties it, and it
+                # stays, an empty segment named by that batch (the log end jumps to it)
+                pieces.append(Piece(end, end, pc.base_offset, pc.base_offset))
         later = [_base_after_split(s) for s in pp.segs[pp.segs.index(seg) + 1 :]]
         if later and max(pc.last_offset for pc in pieces) >= min(later):
             return _leave(
