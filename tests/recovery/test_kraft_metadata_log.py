@@ -66,3 +66,14 @@ def test_a_log_starting_above_every_snapshot_is_said_to_stop_the_broker(tmp_path
     assert "the broker does not start" in note
     _snapshot(pdir, 10)
     assert _notes(tmp_path, "kafka") == []
+
+
+def test_salvage_moving_the_first_batch_past_offset_0_is_said_to_stop_the_broker(tmp_path):
+    """salvage names the batches after a flipped first batch `1.log`: the log would start at 1,
+    and a young cluster has no snapshot there; kafka mode cuts segment 0 and keeps its name."""
+    pdir = tmp_path / META
+    write_segment(pdir, 0, batches(0, 20))
+    flip_byte(pdir / layout.log_file_name(0), 40)
+    (note,) = _notes(tmp_path, "salvage")
+    assert "start at offset 1 with no KRaft snapshot" in note
+    assert _notes(tmp_path, "kafka") == []
