@@ -29,8 +29,9 @@ import pytest
 
 from logrepair.decoders import decode_transaction_record
 from simulator.inject import inject
+from tests.recovery.builders import flip_byte
 
-from .broker import Broker
+from .broker import Broker, BrokerError
 from .broker_fixtures import logrepair, logrepair_json, real_broker_dirs  # noqa: F401
 from .broker_workload import (
     COMPACTED,
@@ -238,3 +239,27 @@ def test_repaired_dir_serves_what_the_plan_keeps(
         (c["group"], c["topic"], c["partition"]): c["offset"] for c in audit["consumer_offsets"]
     }
     assert groups == said
+
+
+def test_a_metadata_log_past_every_snapshot_stops_the_broker_as_the_plan_says(
+    real_broker_dirs,  # noqa: F811
+    tmp_path,
+):
+    """The raft layer's `recoverSnapshots` against the real broker: salvage moves the batches
+    after a flipped first metadata batch to `1.log`; with no KRaft snapshot at or past offset 1
+    the broker does not start (IllegalStateException), which is what salvage's plan says."""
+    log_dir = _copy(real_broker_dirs["killed"], tmp_path, "logs")
+    meta = log_dir / METADATA
+    for snapshot in meta.glob("*.checkpoint"):
+        snapshot.unlink()  # a cluster too young to have one
+    flip_byte(meta / "00000000000000000000.log", 40)
+    plan = logrepair_json("repair", str(log_dir), "--mode", "salvage")
+    (note,) = [n for n in plan["notes"] if n.startswith(METADATA)]
+    assert "start at offset 1 with no KRaft snapshot" in note and "does not start" in note
+    broker = Broker(log_dir, ports=tuple(real_broker_dirs["facts"]["ports"]))
+    try:
+        with pytest.raises(BrokerError):
+            broker.start()
+        assert "Inconsistent snapshot state" in broker.stderr_text()
+    finally:
+        broker.__exit__(None, None, None)
