@@ -260,7 +260,7 @@ def check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None:
     raw = _read_index(disk, path, seg, "txn_index_corrupt", file)
     if raw is None:
         return
-    problem = None
+    kafka_problem = other = None
     prev_last: int | None = None
     # past every batch the file holds in either reading: kafka mode keeps batches whose offsets
     # go back (and their markers), the strict modes cut them and drop their entries
@@ -268,29 +268,38 @@ def check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None:
     for k in range(len(raw) // TXN_ENTRY_SIZE):
         version, pid, first, last, lso = TXN_ENTRY.unpack_from(raw, k * TXN_ENTRY_SIZE)
         seg.txn_entries.append((pid, first, last, lso))
-        if problem is not None:
-            continue
-        if version > 0:
-            # `AbortedTxn.version()` is a signed short; the loader's sanity check throws a
-            # KafkaException (not a CorruptIndexException) above version 0: startup aborts
-            problem = f"entry {k} has version {version}; Kafka reads only version 0"
-            seg.txn_corrupt_for_kafka = True
-            seg.txn_kafka_fatal = problem
-        elif last < seg.base_offset:
-            problem = (
-                f"Last offset of aborted transaction (producer {pid}, last offset {last}) is less "
-                f"than start offset {seg.base_offset}"
-            )
-            seg.txn_corrupt_for_kafka = True
-        elif last >= end:
-            problem = f"entry {k} (abort marker at {last}) is past the log end {end}"
-        elif first > last:
-            problem = f"entry {k} first offset {first} is past its last offset {last}"
-        elif prev_last is not None and last <= prev_last:
-            problem = f"entry {k} last offset {last} does not increase"
+        # `AbortedTxn.version()` is `buffer.get(0)`: the first byte alone, signed
+        kafka_version = version >> 8
+        if kafka_problem is None:
+            # `TransactionIndex.sanityCheck` reads the whole entries in order until one throws:
+            # above version 0 a KafkaException (startup aborts), a last offset below the base
+            # a CorruptIndexException (the segment is recovered while loading)
+            if kafka_version > 0:
+                kafka_problem = f"entry {k} has version {kafka_version}; Kafka reads only version 0"
+                seg.txn_corrupt_for_kafka = True
+                seg.txn_kafka_fatal = kafka_problem
+            elif last < seg.base_offset:
+                kafka_problem = (
+                    f"Last offset of aborted transaction (producer {pid}, last offset {last}) is "
+                    f"less than start offset {seg.base_offset}"
+                )
+                seg.txn_corrupt_for_kafka = True
+        if other is None:
+            if version != 0 and kafka_version <= 0:
+                other = (
+                    f"entry {k} has version bytes {version & 0xFFFF:04x} where Kafka writes 0000 "
+                    f"(it reads the first byte alone, as version {kafka_version}, and loads it)"
+                )
+            elif last >= end:
+                other = f"entry {k} (abort marker at {last}) is past the log end {end}"
+            elif first > last:
+                other = f"entry {k} first offset {first} is past its last offset {last}"
+            elif prev_last is not None and last <= prev_last:
+                other = f"entry {k} last offset {last} does not increase"
         prev_last = last
-    if len(raw) % TXN_ENTRY_SIZE and problem is None:
-        problem = f"{len(raw) % TXN_ENTRY_SIZE} trailing bytes are not a whole entry"
+    if len(raw) % TXN_ENTRY_SIZE and other is None:
+        other = f"{len(raw) % TXN_ENTRY_SIZE} trailing bytes are not a whole entry"
+    problem = kafka_problem or other  # what decides Kafka's load is named first
     if problem is not None:
         seg.index_findings.append(Finding("txn_index_corrupt", file, None, len(raw), None, problem))
 

@@ -390,7 +390,9 @@ def _partition(
         topic, partition, dir_kind = name, -1, "unknown"
     p = PartitionScan(path, rel, topic, partition, dir_kind, disk=disk)
     p.settings = settings.for_topic(topic)
-    if checkpoints is not None:
+    # (KRaft's metadata log is no LogManager log: the raft layer loads it from offset 0 and log
+    # start 0 at every start, whatever the checkpoints say; `modes/kraft.py`)
+    if checkpoints is not None and topic != layout.CLUSTER_METADATA_TOPIC:
         tp = p.tp
         p.recovery_point = (checkpoints.recovery_points or {}).get(tp)
         p.log_start_checkpoint = (checkpoints.log_start_offsets or {}).get(tp)

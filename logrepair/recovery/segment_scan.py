@@ -174,7 +174,7 @@ def scan_segment(
     )
     _read_batches(disk, path, max_batch_size, deep, strict, kafka, index_checks)
     strict.finish()
-    kafka.finish()
+    kafka.finish(disk, path)
     index_checks.finish(disk)
     kafka.rebuild_indexes(index_checks.raw())
     return seg
