@@ -289,7 +289,7 @@ def _scan_log_dir_entry(
             result.findings.append(Finding("stray_directory", name, detail=why))
             return
         result.partitions.append(
-            _scan_partition(disk, p, name, name, settings, result.checkpoints, progress)
+            _scan_partition(disk, p, name, name, settings, result.checkpoints, progress, parsed)
         )
         return
     if kind != "file":
@@ -318,12 +318,13 @@ def _scan_partition(
     settings: Settings,
     checkpoints: Checkpoints | None,
     progress: Progress | None,
+    parsed: layout.PartitionDirName | None = None,
 ) -> PartitionScan:
     """A partition dir's steps, in the order Kafka's loader takes them: which files are there →
     the segments in offset order (and the offsets missing between them) → the swap files of an
     interrupted operation → indexes with no segment → producer snapshots and leader epochs held
     against the log end."""
-    p = _partition(disk, path, rel, name, settings, checkpoints)
+    p = _partition(disk, path, rel, name, settings, checkpoints, parsed)
     files = _sort_files(disk, p)
     _scan_segments(disk, p, files, progress)
     _check_holes(p)
@@ -341,10 +342,12 @@ def _partition(
     name: str,
     settings: Settings,
     checkpoints: Checkpoints | None,
+    parsed: layout.PartitionDirName | None,
 ) -> PartitionScan:
-    """The partition the dir's name says, with its topic's settings and checkpoint entries."""
+    """The partition the dir's name says (`parsed`: already parsed), with its topic's settings
+    and checkpoint entries."""
     try:
-        parsed = layout.parse_partition_dir_name(name, path)
+        parsed = parsed or layout.parse_partition_dir_name(name, path)
         topic, partition, dir_kind = (
             parsed.topic_partition.topic,
             parsed.topic_partition.partition,
@@ -394,20 +397,21 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
     files = _PartitionFiles()
     for fname, file_type in disk.list_dir_types(p.path):
         fpath = join(p.path, fname)
-        kind, finding = _look(disk, fpath, p.file(fname), p.settings, file_type)
-        if finding is not None:
-            p.findings.append(finding)
-        if kind in ("symlink", "special"):
-            _leave_alone(p, finding)
-            files.unread.add(fname)
-            continue
-        if kind == "dir":
-            p.findings.append(
-                Finding("stray_file", p.file(fname), detail="a directory; Kafka ignores it")
-            )
-            continue
-        if kind != "file":
-            continue  # gone since the listing
+        if file_type != "file":  # (a regular file needs no look: the listing said what it is)
+            kind, finding = _look(disk, fpath, p.file(fname), p.settings, file_type)
+            if finding is not None:
+                p.findings.append(finding)
+            if kind in ("symlink", "special"):
+                _leave_alone(p, finding)
+                files.unread.add(fname)
+                continue
+            if kind == "dir":
+                p.findings.append(
+                    Finding("stray_file", p.file(fname), detail="a directory; Kafka ignores it")
+                )
+                continue
+            if kind != "file":
+                continue  # gone since the listing
         p.files.append(fname)
         fn = layout.classify_partition_file(fname)
         if fn.blocks_kafka_load or (fn.offset is not None and not fn.canonical and not fn.leftover):
