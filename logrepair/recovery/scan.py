@@ -19,6 +19,7 @@ from ..storage import layout
 from ..storage.disk import SPECIAL_TYPES, Disk, join
 from ..storage.layout import FileKind, TopicPartition, printable
 from ..storage.logdir import is_log_dir as is_kafka_log_dir
+from ..storage.producer_snapshot import ProducerSnapshotEntry
 from .findings import Finding
 from .segment_scan import SegmentScan, scan_segment
 from .settings import Settings
@@ -52,6 +53,9 @@ class Snapshot:
     offset: int
     file: str
     corrupt: str | None
+    entries: tuple[ProducerSnapshotEntry, ...] | None = None
+    """The producers it holds, when it decodes: kafka mode's producer-state replay starts from
+    them instead of reading the file again."""
 
 
 @dataclass(slots=True)
@@ -494,8 +498,10 @@ def _scan_segments(
         if progress is not None:
             progress(seg.size)
         for k, suffix in ((0, layout.INDEX_SUFFIX), (1, layout.TIME_INDEX_SUFFIX)):
+            if idx[k] is not None:
+                continue
             name = layout.segment_file_name(base, suffix)
-            if idx[k] is None and name not in files.unread:
+            if name not in files.unread:
                 p.findings.append(
                     Finding(
                         "index_missing",

@@ -142,6 +142,7 @@ def check_snapshots(disk: Disk, p: PartitionScan) -> None:
     for snap in p.snapshots:
         try:
             entries = read_snapshot(disk, join(p.path, snap.file))
+            snap.entries = tuple(entries)
             late = [e for e in entries if e.last_offset >= snap.offset]
             if late:
                 raise CorruptSnapshotError(

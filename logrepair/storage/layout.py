@@ -7,6 +7,7 @@ deleted: what Kafka does not own may be the operator's.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -177,8 +178,12 @@ class FileName:
         return self.name == segment_file_name(self.offset, suffix, self.leftover or "")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def classify_partition_file(name: str) -> FileName:
-    """Classifies a regular file found in a partition directory (spec fmt §5.1, rec §6.2)."""
+    """Classifies a regular file found in a partition directory (spec fmt §5.1, rec §6.2).
+
+    Remembered: the scan, the planner and its modes each ask about the same names, and most
+    names recur in every partition dir of a log dir (`00000000000000000000.log`)."""
     m = _CANONICAL_SEGMENT_FILE.fullmatch(name)
     if m is not None and int(m[1]) < 2**63:  # (Long.parseLong takes no more)
         return FileName(name, _SEGMENT_KINDS[m[2]], offset=int(m[1]), leftover=m[3])

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from logrepair.recovery import rebuild
 from logrepair.recovery.rebuild import plan_rebuild
+from logrepair.recovery.repair import repair
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
 from logrepair.storage.osdisk import OsDisk
@@ -133,3 +134,15 @@ def test_rebuild_plan_from_the_scan_is_the_plan_from_rereading(
         slow = plan_rebuild(crashed, result)
     assert [a.to_json() for a in fast.actions] == [a.to_json() for a in slow.actions]
     assert fast.notes == slow.notes
+
+
+def test_kafka_mode_plans_from_the_snapshots_the_scan_read(tmp_path) -> None:
+    """An unclean shutdown (no marker: Kafka recovers past the recovery point and replays
+    producer state from the latest snapshot): each snapshot file is still read once."""
+    spec = broker_log_dir(str(tmp_path / "kafka-logs"))
+    (tmp_path / "kafka-logs" / ".kafka_cleanshutdown").unlink(missing_ok=True)
+    disk = CountingDisk()
+    result = repair(disk, spec.log_dir, "kafka", Settings(index_interval_bytes=256), dry_run=True)
+    assert result.scan.partitions and any(p.snapshots for p in result.scan.partitions)
+    snapshots = {(m, n): c for (m, n), c in disk.calls.items() if n.endswith(".snapshot")}
+    assert snapshots and all(m == "read_small" and c == 1 for (m, _), c in snapshots.items())
