@@ -82,6 +82,17 @@ def iter_lines(disk: Disk, path: str, *, limit: int | None = None) -> Iterator[s
         raise CheckpointError(
             path, f"{e.size} bytes is not a checkpoint file Kafka wrote"
         ) from None
+    if len(data) <= _READ_CHUNK:  # one chunk: no line can pass the limit
+        try:
+            lines = _LINE_BREAK.split(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            pass  # (the chunked reading says at which line)
+        else:
+            last = lines.pop()
+            yield from lines
+            if last:
+                yield last
+            return
     yield from _lines((data[i : i + _READ_CHUNK] for i in range(0, len(data), _READ_CHUNK)), path)
 
 
