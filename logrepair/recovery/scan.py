@@ -400,8 +400,8 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
     read, and a finding for each entry Kafka would not load as it is."""
     files = _PartitionFiles()
     for fname, file_type in disk.list_dir_types(p.path):
-        fpath = join(p.path, fname)
         if file_type != "file":  # (a regular file needs no look: the listing said what it is)
+            fpath = join(p.path, fname)
             kind, finding = _look(disk, fpath, p.file(fname), p.settings, file_type)
             if finding is not None:
                 p.findings.append(finding)
@@ -428,7 +428,7 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
                 Finding(
                     _LEFTOVER_KINDS[fn.leftover],
                     p.file(fname),
-                    length=disk.size(fpath),
+                    length=disk.size(join(p.path, fname)),
                     offset=fn.offset,
                 )
             )
@@ -439,7 +439,7 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
                 Finding(
                     "tmp_leftover",
                     p.file(fname),
-                    length=disk.size(fpath),
+                    length=disk.size(join(p.path, fname)),
                     detail="left by an interrupted write",
                 )
             )
@@ -450,9 +450,9 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
         elif fn.kind is FileKind.SNAPSHOT:
             p.snapshots.append(Snapshot(fn.offset, fname, None))
         elif fn.kind is FileKind.LEADER_EPOCH_CHECKPOINT:
-            load_leader_epochs(disk, fpath, p)
+            load_leader_epochs(disk, join(p.path, fname), p)
         elif fn.kind is FileKind.PARTITION_METADATA:
-            check_partition_metadata(disk, fpath, p, fname)
+            check_partition_metadata(disk, join(p.path, fname), p, fname)
         elif fn.kind is FileKind.UNKNOWN:
             p.findings.append(
                 Finding("stray_file", p.file(fname), detail="not a file Kafka keeps here")
