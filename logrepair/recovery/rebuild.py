@@ -132,6 +132,12 @@ def _read_whole(seg: SegmentScan) -> bool:
     return not seg.findings and not seg.kafka_pieces and seg.kafka_valid_bytes == seg.size
 
 
+def _swaps(p: PartitionScan) -> bool:
+    """`.swap` files in the dir: the scan may have read an index's swap in its place (as Kafka's
+    loader renames it in), where the rebuild compares with the file under its own name."""
+    return any(f.endswith(layout.SWAP_SUFFIX) for f in p.files)
+
+
 def _txn_entries(disk: Disk, p: PartitionScan) -> tuple[dict[int, bytes], list[str]]:
     """`txn_entries_by_segment` of the partition; nothing to replay (no entry anywhere) when the
     scan read every segment whole and met no transactional batch."""
@@ -144,7 +150,7 @@ def _txn_entries(disk: Disk, p: PartitionScan) -> tuple[dict[int, bytes], list[s
 def _indexes_stale(disk: Disk, p: PartitionScan, seg: SegmentScan) -> bool:
     """Whether the segment's offset or time index is missing or not the bytes the rebuild
     writes; from the scan's own comparison where it made one over the same batches."""
-    if seg.kafka_index_checked and _read_whole(seg):
+    if seg.kafka_index_checked and _read_whole(seg) and not _swaps(p):
         return seg.kafka_index_differs
     log = join(p.path, layout.log_file_name(seg.base_offset))
     wanted = indexes.rebuild(

@@ -16,11 +16,14 @@ from logrepair.recovery.rebuild import plan_rebuild
 from logrepair.recovery.repair import repair
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
+from logrepair.storage import layout
 from logrepair.storage.osdisk import OsDisk
 from simulator.disk import SimDisk
 from simulator.faults import crash_states
 from simulator.testing import workload_specs
 from simulator.workload import WorkloadSpec, run_workload
+
+from .builders import batches, write_segment
 
 
 class CountingDisk(OsDisk):
@@ -114,7 +117,7 @@ def test_rebuild_index_plans_a_clean_log_dir_without_reading_a_log_again(tmp_pat
     max_examples=500 if os.environ.get("HYPOTHESIS_PROFILE") == "thorough" else 40, deadline=None
 )
 @given(
-    spec=workload_specs(max_appends=25, index_intervals=True),
+    spec=workload_specs(max_appends=25, index_intervals=True, compaction=True),
     fault=st.sampled_from(["torn_write", "bit_rot", "lose_unsynced", "garbage_block"]),
     seed=st.integers(0, 2**16),
 )
@@ -146,3 +149,18 @@ def test_kafka_mode_plans_from_the_snapshots_the_scan_read(tmp_path) -> None:
     assert result.scan.partitions and any(p.snapshots for p in result.scan.partitions)
     snapshots = {(m, n): c for (m, n), c in disk.calls.items() if n.endswith(".snapshot")}
     assert snapshots and all(m == "read_small" and c == 1 for (m, _), c in snapshots.items())
+
+
+def test_an_index_swap_leaves_the_rebuild_to_compare_the_files_themselves(log_dir) -> None:
+    """The scan reads an index's `.swap` in its place (Kafka's loader renames it in): the
+    rebuild-index plan still compares the file under its own name, as a reread would."""
+    pdir = log_dir / "t-0"
+    write_segment(pdir, 0, batches(0, 8, value_size=2000))  # indexes as Kafka's recovery writes
+    index = pdir / layout.index_file_name(0)
+    (pdir / (index.name + layout.SWAP_SUFFIX)).write_bytes(b"")
+    disk = OsDisk()
+    result = scan_path(disk, str(log_dir), Settings())
+    fast = plan_rebuild(disk, result)
+    with mock.patch.object(rebuild, "_read_whole", lambda seg: False):
+        slow = plan_rebuild(disk, result)
+    assert [a.to_json() for a in fast.actions] == [a.to_json() for a in slow.actions]
