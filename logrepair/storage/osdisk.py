@@ -15,7 +15,7 @@ import struct
 import threading
 from contextlib import suppress
 
-from .disk import Disk, DiskFile, FileTooLarge, LockHeld, parent_of
+from .disk import Disk, DiskFile, FileIdentity, FileTooLarge, LockHeld, parent_of
 
 # `struct flock` on Linux (short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid).
 _FLOCK = "hhqqi4x"
@@ -277,6 +277,15 @@ class OsDisk(Disk):
     def read_link(self, path: str) -> str:
         with _PathErrors(path):
             return os.readlink(path)
+
+    def identity(self, path: str) -> FileIdentity:
+        with _PathErrors(path):
+            st = os.stat(path)
+        return FileIdentity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def make_symlink(self, text: str, path: str) -> None:
+        with _PathErrors(path):
+            os.symlink(text, path)
 
     def list_dir(self, path: str) -> list[str]:
         with _PathErrors(path):
