@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Self
 
-from ..storage.disk import Disk
+from ..storage.disk import Disk, FileTooLarge
 from .findings import Finding
 
 if TYPE_CHECKING:
@@ -245,14 +245,13 @@ def _index_name(log_name: str, suffix: str) -> str:
 
 def _read_index(disk: Disk, path: str, seg: SegmentScan, kind: str, file: str) -> bytes | None:
     """An index file's bytes, or None (and a finding) when it is too large to hold in memory."""
-    with disk.open(path) as f:  # one open: thousands of partitions pay each call per index
-        size = f.size()
-        if size > MAX_INDEX_LOAD:
-            seg.index_findings.append(
-                Finding(kind, file, 0, size, None, f"{size} bytes is too large")
-            )
-            return None
-        return f.read_at(0, size)
+    try:  # one open and one read: thousands of partitions pay each call per index
+        return disk.read_small(path, MAX_INDEX_LOAD)
+    except FileTooLarge as e:
+        seg.index_findings.append(
+            Finding(kind, file, 0, e.size, None, f"{e.size} bytes is too large")
+        )
+        return None
 
 
 def check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None:

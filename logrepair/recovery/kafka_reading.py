@@ -192,6 +192,7 @@ class KafkaReading:
                     # indexes that agree with the log can still differ from Kafka's rebuild
                     # (entries a crash lost, another index.interval.bytes)
                     seg.kafka_index_differs = kafka_index != existing
+                    seg.kafka_index_checked = True
                     rewrite = rewrite or seg.kafka_index_differs
                 if rewrite:  # kept only where used, so memory follows the damage
                     seg.kafka_indexes = kafka_index

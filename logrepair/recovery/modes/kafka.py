@@ -21,6 +21,7 @@ recovery by tests/kafka).
 from __future__ import annotations
 
 from ...storage import layout
+from ...storage.producer_state import ProducerState
 from ..txn_replay import TxnEntry, TxnReplay
 from .partition_plan import PartitionPlan, Seg
 from .split import Piece, split_segment
@@ -256,7 +257,11 @@ def _txn_replay(pp: PartitionPlan) -> TxnReplay | None:
     if p.disk is None:
         return None
     if pp.txn_replay is None:
-        snapshots = {s.offset: s.file for s in p.snapshots}
+        # (a snapshot the scan decoded is not read again)
+        snapshots = {
+            s.offset: s.file if s.entries is None else ProducerState(s.offset, s.entries)
+            for s in p.snapshots
+        }
         pp.txn_replay = TxnReplay(
             p.disk, p.path, p.log_start_checkpoint or 0, snapshots, p.settings.max_batch_size
         )
