@@ -71,10 +71,9 @@ class LayoutError(ValueError):
 
 
 def filename_prefix_from_offset(offset: int) -> str:
-    """The 20-digit, zero-padded base offset Kafka puts before every segment file's suffix."""
-    if offset < 0:
-        raise ValueError(f"offset must not be negative: {offset}")
-    return f"{offset:020d}"
+    """The 20-digit, zero-padded base offset Kafka puts before every segment file's suffix (a
+    negative one, parsed from a name such as `-5.log`, as Kafka's NumberFormat writes it)."""
+    return f"{offset:020d}" if offset >= 0 else f"-{-offset:020d}"
 
 
 def offset_from_file_name(name: str) -> int:
@@ -175,6 +174,8 @@ class FileName:
         suffix = _SEGMENT_SUFFIXES.get(self.kind)
         if self.offset is None or suffix is None:
             return True
+        if self.offset < 0:  # Long.parseLong("-5"): a name Kafka parses but can never write
+            return False
         return self.name == segment_file_name(self.offset, suffix, self.leftover or "")
 
 
@@ -233,6 +234,12 @@ def classify_partition_file(name: str) -> FileName:
         fatal = leftover != DELETED_SUFFIX
         detail = f"{e}; Kafka fails to load the partition" if fatal else str(e)
         return FileName(name, kind, leftover=leftover, blocks_kafka_load=fatal, detail=detail)
+    if offset < 0:
+        detail = (
+            f"a negative base offset ({offset}); Kafka never reads it (it opens an empty segment "
+            f"{segment_file_name(offset, suffix)} beside it)"
+        )
+        return FileName(name, kind, offset=offset, leftover=leftover, detail=detail)
     return FileName(name, kind, offset=offset, leftover=leftover)
 
 
