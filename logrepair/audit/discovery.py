@@ -15,7 +15,7 @@ from itertools import islice
 
 from ..pool import Mapper, serial
 from ..storage import layout
-from ..storage.checkpoints import CheckpointError, read_offsets
+from ..storage.checkpoints import MAX_CHECKPOINT_BYTES, CheckpointError, read_offsets
 from ..storage.disk import SPECIAL_TYPES, Disk, join
 from ..storage.layout import DirKind, FileKind, LayoutError, TopicPartition
 from ..storage.leader_epoch import read_leader_epochs
@@ -145,12 +145,14 @@ def plan_log_dir(
     plan.checkpoints = checkpoints
     present: set[TopicPartition] = set()
     dirs: list[PartitionDir] = []
-    for name in disk.list_dir(path):
+    for name, kind in disk.list_dir_types(path):  # one typed listing: no stat per partition
         child = join(path, name)
-        if not disk.is_dir(child) or name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
+        if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
             continue
-        if disk.is_symlink(child):
+        if kind == "symlink" and disk.is_dir(child):
             plan.findings.append(Finding("symlink", f"{name} is a symbolic link (not followed)"))
+            continue
+        if kind != "dir":
             continue
         try:
             parsed = layout.parse_partition_dir_name(name, child)
@@ -194,8 +196,7 @@ def plan_partition(disk: Disk, d: PartitionDir) -> PartitionPlan:
         cleaner_offset=d.cleaner_offset,
     )
     logs: list[tuple[int, str]] = []
-    for name in disk.list_dir(path):
-        kind = disk.file_type(join(path, name))
+    for name, kind in disk.list_dir_types(path):
         if kind in SPECIAL_TYPES:
             why = f"{name} in {path} is {SPECIAL_TYPES[kind]}; never opened"
             p.findings.append(Finding("special_file", why))
@@ -212,7 +213,8 @@ def plan_partition(disk: Disk, d: PartitionDir) -> PartitionPlan:
             logs.append((f.offset, name))
         elif f.kind is FileKind.LEADER_EPOCH_CHECKPOINT and not f.tmp:
             try:
-                p.leader_epochs = [tuple(e) for e in read_leader_epochs(disk, join(path, name))]
+                entries = read_leader_epochs(disk, join(path, name), limit=MAX_CHECKPOINT_BYTES)
+                p.leader_epochs = [tuple(e) for e in entries]
             except CheckpointError as e:
                 p.leader_epochs_malformed = True
                 p.findings.append(Finding("checkpoint_malformed", str(e)))

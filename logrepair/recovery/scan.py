@@ -19,6 +19,7 @@ from typing import Protocol
 from ..storage import layout
 from ..storage.disk import SPECIAL_TYPES, Disk, join
 from ..storage.layout import FileKind, TopicPartition, printable
+from ..storage.producer_snapshot import ProducerSnapshotEntry
 from .findings import Finding
 from .path_kind import classify
 from .segment_scan import SegmentScan, scan_segment
@@ -40,6 +41,9 @@ class Snapshot:
     offset: int
     file: str
     corrupt: str | None
+    entries: tuple[ProducerSnapshotEntry, ...] | None = None
+    """The producers it holds, when it decodes: kafka mode's producer-state replay starts from
+    them instead of reading the file again."""
 
 
 @dataclass(slots=True)
@@ -198,16 +202,17 @@ def scan_path(
     files = [name for name, (kind, _, _) in entries.items() if kind == "file"]
     result.links = [link for _, _, link in entries.values() if link is not None]
     result.checkpoints = read_root_checkpoints(disk, path, files, result.findings)
-    dirs: list[str] = []
+    dirs: list[tuple[str, layout.PartitionDirName]] = []
     for name, (kind, finding, _) in entries.items():
         if finding is not None:
             result.findings.append(finding)
-        if _check_log_dir_entry(disk, result, name, kind):
-            dirs.append(name)
+        parsed = _check_log_dir_entry(disk, result, name, kind)
+        if parsed is not None:
+            dirs.append((name, parsed))
     if partitions is None:
-        for name in dirs:
+        for name, parsed in dirs:
             p = _scan_partition(
-                disk, join(path, name), name, name, settings, result.checkpoints, progress
+                disk, join(path, name), name, name, settings, result.checkpoints, progress, parsed
             )
             result.partitions.append(p)
     else:
@@ -245,23 +250,30 @@ PartitionContext = tuple[Disk, str, Settings, Checkpoints, PartitionStep | None]
 its checkpoints, and the step that follows each scan."""
 
 
+PartitionDir = tuple[str, layout.PartitionDirName]
+"""A partition dir of the log dir: its name, parsed."""
+
+
 class PartitionMapper(Protocol):
-    """Runs `task(context, name)` for each partition dir name, yielding the results in order."""
+    """Runs `task(context, dir)` for each partition dir, yielding the results in order."""
 
     def __call__(
         self,
-        task: Callable[[PartitionContext, str], tuple[PartitionScan, object]],
+        task: Callable[[PartitionContext, PartitionDir], tuple[PartitionScan, object]],
         context: PartitionContext,
-        items: list[str],
+        items: list[PartitionDir],
     ) -> Iterator[tuple[PartitionScan, object]]: ...
 
 
-def scan_partition_dir(context: PartitionContext, name: str) -> tuple[PartitionScan, object]:
-    """The partition dir `name` of the log dir scanned on its own (in a worker process, or here),
+def scan_partition_dir(
+    context: PartitionContext, item: PartitionDir
+) -> tuple[PartitionScan, object]:
+    """The partition dir `item` of the log dir scanned on its own (in a worker process, or here),
     and what the context's step made of it. It comes back without its Disk (the caller's is put
     back); the rest is what the serial scan holds of it."""
     disk, root, settings, checkpoints, then = context
-    p = _scan_partition(disk, join(root, name), name, name, settings, checkpoints, None)
+    name, parsed = item
+    p = _scan_partition(disk, join(root, name), name, name, settings, checkpoints, None, parsed)
     done = None if then is None else then(p, checkpoints, root)
     p.disk = None
     return p, done
@@ -294,26 +306,29 @@ def _look(
     return kind, None, None
 
 
-def _check_log_dir_entry(disk: Disk, result: LogDirScan, name: str, kind: str) -> bool:
-    """One entry of the log dir: True for a partition dir to scan; a root file Kafka keeps, or
-    a finding. Symlinks and special files have their finding already and are never read."""
+def _check_log_dir_entry(
+    disk: Disk, result: LogDirScan, name: str, kind: str
+) -> layout.PartitionDirName | None:
+    """One entry of the log dir: a partition dir to scan (its parsed name); a root file Kafka
+    keeps, or a finding (None). Symlinks and special files have their finding already and are
+    never read."""
     p = join(result.root, name)
     if kind == "dir":
         if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
-            return False
+            return None
         try:
             parsed = layout.parse_partition_dir_name(name, p)
         except layout.LayoutError as e:
             result.findings.append(Finding("stray_directory", name, detail=str(e)))
-            return False
+            return None
         problem = layout.topic_name_problem(parsed.topic_partition.topic)
         if problem is not None:
             why = f"{problem}: no broker made this directory, and its name cannot be a checkpoint entry"
             result.findings.append(Finding("stray_directory", name, detail=why))
-            return False
-        return True
+            return None
+        return parsed
     if kind != "file":
-        return False
+        return None
     fn = layout.classify_log_dir_file(name)
     if fn.kind is FileKind.UNKNOWN:
         result.findings.append(
@@ -328,7 +343,7 @@ def _check_log_dir_entry(disk: Disk, result: LogDirScan, name: str, kind: str) -
                 detail="left by an interrupted checkpoint write",
             )
         )
-    return False
+    return None
 
 
 def _scan_partition(
@@ -339,12 +354,13 @@ def _scan_partition(
     settings: Settings,
     checkpoints: Checkpoints | None,
     progress: Progress | None,
+    parsed: layout.PartitionDirName | None = None,
 ) -> PartitionScan:
     """A partition dir's steps, in the order Kafka's loader takes them: which files are there →
     the segments in offset order (and the offsets missing between them) → the swap files of an
     interrupted operation → indexes with no segment → producer snapshots and leader epochs held
     against the log end."""
-    p = _partition(disk, path, rel, name, settings, checkpoints)
+    p = _partition(disk, path, rel, name, settings, checkpoints, parsed)
     files = _sort_files(disk, p)
     _scan_segments(disk, p, files, progress)
     _check_holes(p)
@@ -362,10 +378,12 @@ def _partition(
     name: str,
     settings: Settings,
     checkpoints: Checkpoints | None,
+    parsed: layout.PartitionDirName | None,
 ) -> PartitionScan:
-    """The partition the dir's name says, with its topic's settings and checkpoint entries."""
+    """The partition the dir's name says (`parsed`: already parsed), with its topic's settings
+    and checkpoint entries."""
     try:
-        parsed = layout.parse_partition_dir_name(name, path)
+        parsed = parsed or layout.parse_partition_dir_name(name, path)
         topic, partition, dir_kind = (
             parsed.topic_partition.topic,
             parsed.topic_partition.partition,
@@ -375,7 +393,9 @@ def _partition(
         topic, partition, dir_kind = name, -1, "unknown"
     p = PartitionScan(path, rel, topic, partition, dir_kind, disk=disk)
     p.settings = settings.for_topic(topic)
-    if checkpoints is not None:
+    # (KRaft's metadata log is no LogManager log: the raft layer loads it from offset 0 and log
+    # start 0 at every start, whatever the checkpoints say; `modes/kraft.py`)
+    if checkpoints is not None and topic != layout.CLUSTER_METADATA_TOPIC:
         tp = p.tp
         p.recovery_point = (checkpoints.recovery_points or {}).get(tp)
         p.log_start_checkpoint = (checkpoints.log_start_offsets or {}).get(tp)
@@ -424,23 +444,24 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
     read, and a finding for each entry Kafka would not load as it is."""
     files = _PartitionFiles()
     for fname, file_type in disk.list_dir_types(p.path):
-        fpath = join(p.path, fname)
-        kind, finding, link = _look(disk, fpath, p.file(fname), p.settings, file_type)
-        if finding is not None:
-            p.findings.append(finding)
-        if link is not None:
-            p.links.append(link)
-        if kind in ("symlink", "special"):
-            _leave_alone(p, finding)
-            files.unread.add(fname)
-            continue
-        if kind == "dir":
-            p.findings.append(
-                Finding("stray_file", p.file(fname), detail="a directory; Kafka ignores it")
-            )
-            continue
-        if kind != "file":
-            continue  # gone since the listing
+        if file_type != "file":  # (a regular file needs no look: the listing said what it is)
+            fpath = join(p.path, fname)
+            kind, finding, link = _look(disk, fpath, p.file(fname), p.settings, file_type)
+            if finding is not None:
+                p.findings.append(finding)
+            if link is not None:
+                p.links.append(link)
+            if kind in ("symlink", "special"):
+                _leave_alone(p, finding)
+                files.unread.add(fname)
+                continue
+            if kind == "dir":
+                p.findings.append(
+                    Finding("stray_file", p.file(fname), detail="a directory; Kafka ignores it")
+                )
+                continue
+            if kind != "file":
+                continue  # gone since the listing
         p.files.append(fname)
         fn = layout.classify_partition_file(fname)
         if fn.blocks_kafka_load or (fn.offset is not None and not fn.canonical and not fn.leftover):
@@ -453,7 +474,7 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
                 Finding(
                     _LEFTOVER_KINDS[fn.leftover],
                     p.file(fname),
-                    length=disk.size(fpath),
+                    length=disk.size(join(p.path, fname)),
                     offset=fn.offset,
                 )
             )
@@ -472,7 +493,7 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
                 Finding(
                     "tmp_leftover",
                     p.file(fname),
-                    length=disk.size(fpath),
+                    length=disk.size(join(p.path, fname)),
                     detail="left by an interrupted write",
                 )
             )
@@ -483,9 +504,9 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
         elif fn.kind is FileKind.SNAPSHOT:
             p.snapshots.append(Snapshot(fn.offset, fname, None))
         elif fn.kind is FileKind.LEADER_EPOCH_CHECKPOINT:
-            load_leader_epochs(disk, fpath, p)
+            load_leader_epochs(disk, join(p.path, fname), p)
         elif fn.kind is FileKind.PARTITION_METADATA:
-            check_partition_metadata(disk, fpath, p, fname)
+            check_partition_metadata(disk, join(p.path, fname), p, fname)
         elif fn.kind is FileKind.UNKNOWN:
             p.findings.append(
                 Finding("stray_file", p.file(fname), detail="not a file Kafka keeps here")
@@ -538,8 +559,10 @@ def _scan_segments(
         if progress is not None:
             progress(seg.size)
         for k, suffix in ((0, layout.INDEX_SUFFIX), (1, layout.TIME_INDEX_SUFFIX)):
+            if idx[k] is not None:
+                continue
             name = layout.segment_file_name(base, suffix)
-            if idx[k] is None and name not in files.unread:
+            if name not in files.unread:
                 p.findings.append(
                     Finding(
                         "index_missing",
