@@ -16,7 +16,7 @@ from ..format.crc import crc32c
 from ..format.errors import Defect
 from ..storage.abstract_index import IndexOffsetOverflowError, InvalidOffsetError
 from ..storage.disk import Disk
-from ..storage.index_builder import recovery_index_bytes
+from ..storage.index_builder import RecoveryIndex, recovery_index_bytes
 from .indexes import UNBOUNDED_INDEX
 
 if TYPE_CHECKING:
@@ -93,6 +93,26 @@ class KafkaReading:
         self.bytes += size
         self.last = last
 
+    def quiet_limits(self) -> tuple[int, int] | None:
+        """The lowest base offset and highest last offset of a batch `batch` would only count and
+        index (None once an overflow split has begun: then each piece is followed batch by batch)."""
+        if self.seg.kafka_pieces:
+            return None
+        floor = self.piece_base if self.last is None else max(self.piece_base, self.last + 1)
+        return floor, self.piece_base + INT_MAX
+
+    def extend(
+        self, kept: int, last: int, index_pos: int, index_offset: int | None, points: bytes
+    ) -> None:
+        """Batches that met `quiet_limits`, read in one go (`format.batch_runs.quiet_run`): the
+        bytes kept after them, the last offset, where the index was last written, and their
+        (position, last offset, max timestamp) points as native int64s."""
+        self.bytes = kept
+        self.last = last
+        self.last_index_pos = index_pos
+        self.last_index_offset = index_offset
+        self.points.frombytes(points)
+
     def finish(self) -> None:
         """The segment is read: can Kafka split it where an offset overflows, and would each
         piece's recovery hold?"""
@@ -116,14 +136,10 @@ class KafkaReading:
         rewrite = rewrite or not seg.has_time_index
         suspect = rewrite or seg.unordered or bool(seg.findings)  # offsets may go back somewhere
         if (suspect or existing) and not seg.kafka_pieces and not seg.kafka_invalid_offset:
-            points = self.points
             try:
-                kafka_index = recovery_index_bytes(
-                    zip(points[0::3], points[1::3], points[2::3], strict=True),
-                    seg.base_offset,
-                    self.interval,
-                    UNBOUNDED_INDEX,
-                )
+                index = RecoveryIndex(seg.base_offset, self.interval, UNBOUNDED_INDEX)
+                index.add_points(self.points)
+                kafka_index = index.result()
                 seg.kafka_index_entries = len(kafka_index[0]) // 8
                 if existing is not None:
                     # indexes that agree with the log can still differ from Kafka's rebuild
