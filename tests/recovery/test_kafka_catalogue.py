@@ -259,7 +259,7 @@ def test_recovery_after_crash_during_split_phase(log_dir, phase):
     _assert_split_recovered(log_dir, pdir, original)
 
 
-@pytest.mark.parametrize("old_index", [None, b"\x01" * 8])
+@pytest.mark.parametrize("old_index", [None, b"\x01" * 8], ids=["no-index", "an-index"])
 def test_index_swaps_renamed_in_beside_their_segment(log_dir, old_index):
     """A crash while `replaceSegments` renamed a swap's files back (its `.log` done, its indexes
     still `.swap`): Kafka 4.1.1 renames the indexes' swaps in too (over what is there), so the
