@@ -129,8 +129,8 @@ def test_leader_epoch_file_missing_and_malformed(tmp_path):
 
 
 def test_torn_tail_is_reported_with_the_scan_kind(tmp_path):
-    batches = history(3)
-    _, p = one(tmp_path, PartitionSpec(batches, tail=batches[0].data[:30]))
+    batches = history(4)  # the tail: the start of the batch that would follow the third
+    _, p = one(tmp_path, PartitionSpec(batches[:3], tail=batches[3].data[:30]))
     assert kinds(p) == {"torn_tail"}
     assert p.log_end_offset == 12
     assert "00000000000000000000.log at byte" in p.findings[0].detail
