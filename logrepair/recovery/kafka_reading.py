@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 INT_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 _V2_MIN_LENGTH = 49  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD (61) less the offset and length
+_HEADER_UP_TO_MAGIC = 17  # Records.HEADER_SIZE_UP_TO_MAGIC: less than this left ends the file
+_RECORD_OVERHEAD_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest size field that frames
+_V2_LAST_DELTA_END = 27  # a v2 header up to its lastOffsetDelta
 
 
 @dataclass(slots=True)
@@ -44,6 +47,8 @@ class KafkaReading:
         "on",
         "bytes",
         "last",
+        "overflow",
+        "pieces",
         "piece_base",
         "last_index_pos",
         "last_index_offset",
@@ -58,6 +63,12 @@ class KafkaReading:
         self.bytes = 0
         """Bytes of the batches it keeps."""
         self.last: int | None = None
+        self.overflow = False
+        """An offset out of the segment's relative range: Kafka's recovery splits the segment."""
+        self.pieces: list[Piece] = []
+        """The pieces `LocalLog.splitOverflowedSegment` would cut the batches so far into, each
+        named by its first batch (the first piece too, not by the segment's name): kept while
+        reading, used only when `overflow` is found."""
         self.piece_base = seg.base_offset
         self.last_index_pos = 0
         self.last_index_offset: int | None = None
@@ -74,12 +85,14 @@ class KafkaReading:
             # kafka mode stops reading here and cuts it (spec-notes: "offsets at 2^63 - 1").
             self.on = False
             return
-        if not 0 <= last - self.piece_base <= INT_MAX:
-            if not seg.kafka_pieces:
-                seg.kafka_pieces.append(Piece(0, seg.base_offset))
+        if not self.pieces or not 0 <= last - self.piece_base <= INT_MAX:
+            # `appendFromFile` takes batches while their last offset fits the piece begun at
+            # the first batch that did not fit the one before
             self.piece_base = first
-            seg.kafka_pieces.append(Piece(position, first))
-        if self.bytes - self.last_index_pos > self.interval and not seg.kafka_pieces:
+            self.pieces.append(Piece(position, first))
+        if not self.overflow and not 0 <= last - seg.base_offset <= INT_MAX:
+            self.overflow = True  # `ensureOffsetInRange`: LogSegmentOffsetOverflowException
+        if self.bytes - self.last_index_pos > self.interval and not self.overflow:
             # (once Kafka must split, each piece is indexed on its own: `_piece_index_fails`)
             if self.last_index_offset is not None and last <= self.last_index_offset:
                 seg.kafka_invalid_offset = True
@@ -95,11 +108,13 @@ class KafkaReading:
 
     def quiet_limits(self) -> tuple[int, int] | None:
         """The lowest base offset and highest last offset of a batch `batch` would only count and
-        index (None once an overflow split has begun: then each piece is followed batch by batch)."""
-        if self.seg.kafka_pieces:
+        index: in order, within the segment's relative range and the current piece's (None for
+        the first batch, which begins the first piece, and once an overflow split has begun:
+        then each piece is followed batch by batch)."""
+        if self.last is None or self.overflow:
             return None
-        floor = self.piece_base if self.last is None else max(self.piece_base, self.last + 1)
-        return floor, self.piece_base + INT_MAX
+        floor = max(self.last + 1, self.piece_base, self.seg.base_offset)
+        return floor, min(self.piece_base, self.seg.base_offset) + INT_MAX
 
     def extend(
         self, kept: int, last: int, index_pos: int, index_offset: int | None, points: bytes
@@ -113,18 +128,50 @@ class KafkaReading:
         self.last_index_offset = index_offset
         self.points.frombytes(points)
 
-    def finish(self) -> None:
+    def finish(self, disk: Disk, path: str) -> None:
         """The segment is read: can Kafka split it where an offset overflows, and would each
         piece's recovery hold?"""
         seg = self.seg
         seg.kafka_last_offset = self.last
-        if seg.kafka_pieces and not _kafka_can_split(seg.kafka_pieces, self.last, seg.base_offset):
-            seg.kafka_pieces = []
-            seg.kafka_split_fails = True
+        if self.overflow:
+            framed_last = self._split_the_rest(disk, path)
+            if framed_last is not None and _kafka_can_split(
+                self.pieces, framed_last, seg.base_offset
+            ):
+                seg.kafka_pieces = self.pieces
+            else:
+                seg.kafka_split_fails = True
         if seg.kafka_pieces:
             seg.kafka_piece_invalid = _piece_index_fails(
                 seg.kafka_pieces, self.points, self.bytes, self.interval
             )
+
+    def _split_the_rest(self, disk: Disk, path: str) -> int | None:
+        """`splitOverflowedSegment` copies the whole file, not only what recovery read: the
+        batches past where it stopped, framed by their size fields alone (`FileLogInputStream`),
+        join the pieces. The last offset of the last framed batch (what `hasOverflow()` reads),
+        or None where the split throws: bytes at the end that do not frame (a torn batch:
+        NoSuchElementException; a size below 14: CorruptRecordException)."""
+        position, last = self.bytes, self.last
+        size = self.seg.size
+        with disk.open(path) as f:
+            while position < size:
+                head = f.read_at(position, _V2_LAST_DELTA_END)
+                if len(head) < _HEADER_UP_TO_MAGIC:
+                    return None
+                length = int.from_bytes(head[8:12], "big", signed=True)
+                if length < _RECORD_OVERHEAD_V0 or position + 12 + length > size:
+                    return None
+                first = int.from_bytes(head[0:8], "big", signed=True)
+                last = first  # a legacy message's offset field is its last offset
+                if head[16] >= 2 and len(head) == _V2_LAST_DELTA_END:
+                    last = first + int.from_bytes(head[23:27], "big", signed=True)
+                    last = (last + 2**63) % 2**64 - 2**63  # Java's long arithmetic wraps
+                if not 0 <= last - self.piece_base <= INT_MAX:
+                    self.piece_base = first
+                    self.pieces.append(Piece(position, first))
+                position += 12 + length
+        return last
 
     def rebuild_indexes(self, existing: tuple[bytes, bytes] | None) -> None:
         """The indexes Kafka's recovery writes for what it keeps, where kafka mode will replace
@@ -145,6 +192,7 @@ class KafkaReading:
                     # indexes that agree with the log can still differ from Kafka's rebuild
                     # (entries a crash lost, another index.interval.bytes)
                     seg.kafka_index_differs = kafka_index != existing
+                    seg.kafka_index_checked = True
                     rewrite = rewrite or seg.kafka_index_differs
                 if rewrite:  # kept only where used, so memory follows the damage
                     seg.kafka_indexes = kafka_index

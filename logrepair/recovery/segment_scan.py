@@ -113,6 +113,9 @@ class SegmentScan:
     """Entries of the offset index Kafka's recovery would write (0 when not computed)."""
     kafka_index_differs: bool = False
     """The indexes agree with the log but are not the bytes Kafka's recovery writes."""
+    kafka_index_checked: bool = False
+    """The offset and time index files were held byte for byte against Kafka's rebuild
+    (`kafka_index_differs` says how that went): rebuild-index plans from it without a reread."""
 
     @property
     def first_offset(self) -> int | None:
@@ -174,7 +177,7 @@ def scan_segment(
     )
     _read_batches(disk, path, max_batch_size, deep, strict, kafka, index_checks)
     strict.finish()
-    kafka.finish()
+    kafka.finish(disk, path)
     index_checks.finish(disk)
     kafka.rebuild_indexes(index_checks.raw())
     return seg
