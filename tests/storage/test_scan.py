@@ -193,7 +193,7 @@ def test_batch_larger_than_the_window_grows_it_once(tmp_path) -> None:
 
 
 def test_length_past_the_end_is_a_defect_not_an_allocation(tmp_path) -> None:
-    header = struct.pack(">qi", 0, 2**31 - 1) + struct.pack(">ib", 0, 2)
+    header = struct.pack(">qi", 1, 2**31 - 1) + struct.pack(">ib", 0, 2)  # (offset 1: the next one)
     path = write(tmp_path, make_log([10]) + header + bytes(100))
     tracemalloc.start()
     try:
