@@ -758,6 +758,24 @@ crc32c(const uint8_t *p, Py_ssize_t n)
     return ~crc_software(0xFFFFFFFFu, p, n);
 }
 
+PyDoc_STRVAR(crc32c_doc,
+             "crc32c(data, hardware=True)\n--\n\n"
+             "CRC-32C of data as quiet_run computes it (hardware=False: the table, as where the "
+             "CPU has no SSE4.2): for the tests that hold both to the crc32c package.");
+
+static PyObject *
+crc32c_py(PyObject *Py_UNUSED(self), PyObject *args)
+{
+    Py_buffer data;
+    int hardware = 1;
+    if (!PyArg_ParseTuple(args, "y*|p:crc32c", &data, &hardware))
+        return NULL;
+    uint32_t crc = hardware ? crc32c(data.buf, data.len)
+                            : ~crc_software(0xFFFFFFFFu, data.buf, data.len);
+    PyBuffer_Release(&data);
+    return PyLong_FromUnsignedLong(crc);
+}
+
 /* --- quiet runs (see logrepair/format/batch_runs.py, the reference) --------------------------- */
 
 #define NONE_VALUE INT64_MIN
@@ -1095,6 +1113,7 @@ static PyMethodDef methods[] = {
      METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
     {"quiet_run", (PyCFunction)(void (*)(void))quiet_run, METH_FASTCALL, quiet_run_doc},
     {"index_points", (PyCFunction)(void (*)(void))index_points, METH_FASTCALL, index_points_doc},
+    {"crc32c", crc32c_py, METH_VARARGS, crc32c_doc},
     {NULL, NULL, 0, NULL},
 };
 

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 _NOTHING = (0, 0, 0)
 _EMPTY = b""
 _SAFE_BASE = 2**62
+_INT64_MAX = 2**63 - 1  # (a configured maximum beyond it is no maximum)
 """Segments based below this keep every index offset (base + a 31-bit entry) inside int64."""
 
 
@@ -78,7 +79,7 @@ class QuietBatches:
                 pos,
                 limit,
                 file_position,
-                max_length,
+                min(max_length, _INT64_MAX),
                 floor,
                 max_last,
                 max_size,

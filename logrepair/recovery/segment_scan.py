@@ -337,7 +337,8 @@ class _StrictReading:
         max_last = min(INT64_MAX - 1, self.relative_base + INT_MAX)
         if self.next_base is not None:
             max_last = min(max_last, self.next_base - 1)
-        max_size = INT64_MAX if self.message_max_bytes is None else self.message_max_bytes
+        max_size = self.message_max_bytes
+        max_size = INT64_MAX if max_size is None else min(max_size, INT64_MAX)
         epoch = self.max_epoch if self.max_epoch <= self.segment_max_epoch else _NO_EPOCH
         return floor, max_last, max_size, epoch
 

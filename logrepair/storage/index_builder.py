@@ -36,6 +36,7 @@ from .time_index import NO_TIMESTAMP
 IndexPoint = tuple[int, int, int | None]
 
 _NO_INDEX = (b"", 0, 0, 0, NONE, b"", 0, 0, 0)  # no index files to check against the batches
+_SAFE_BASE = 2**62  # segments based below it keep base + a 31-bit relative offset inside int64
 
 
 class IndexedBatch(Protocol):
@@ -193,13 +194,15 @@ class RecoveryIndex:
         `storage.scan.LogScan`): the batches at `buf[pos:]` whose offsets stay in the segment's
         relative range and whose entries `add` would write without raising, added at once."""
         base = self.base_offset
+        if base >= _SAFE_BASE:
+            return 0, pos, 0  # (its relative range would not fit int64: batch by batch)
         last_offset = self.last_entry_offset if self.offset_entries else NONE
         n, end, _, last, *_, points = quiet_run(
             buf,
             pos,
             limit,
             file_position,
-            max_length,
+            min(max_length, 2**63 - 1),
             max(floor, base),
             base + INT32_MAX,
             2**63 - 1,

@@ -13,7 +13,6 @@ import os
 import stat
 import struct
 import threading
-from contextlib import suppress
 
 from .disk import Disk, DiskFile, FileIdentity, FileTooLarge, LockHeld, parent_of
 
@@ -26,8 +25,6 @@ _UNCLAMPED_READ = 1 << 20
 # `read_small` reads this much before it asks the size: most small files are whole in one read.
 _SMALL_READ = 1 << 16
 _READ_ONLY = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
-_WILLNEED = getattr(os, "POSIX_FADV_WILLNEED", None)  # (not on macOS)
-_NOWAIT = getattr(os, "RWF_NOWAIT", None)  # (Linux only)
 
 
 class _PathErrors:
@@ -94,22 +91,6 @@ class OsFile(DiskFile):
                     break
                 total += n
         return total
-
-    def will_read(self, position: int, length: int) -> None:
-        # POSIX_FADV_WILLNEED starts the reads and returns: the pages arrive while the scan
-        # checks the window before them (where the call is missing, the kernel's readahead). It
-        # walks every page even when all are cached, so a cached last byte (a read that must not
-        # wait, RWF_NOWAIT) skips it: a warm scan pays one small read a window, not the walk.
-        if _WILLNEED is None or length <= 0 or position < 0:
-            return
-        with suppress(OSError):
-            if _NOWAIT is not None:
-                try:
-                    if os.preadv(self._fd, [bytearray(1)], position + length - 1, _NOWAIT):
-                        return
-                except BlockingIOError:
-                    pass
-            os.posix_fadvise(self._fd, position, length, _WILLNEED)
 
     def write_at(self, position: int, data) -> None:
         _check_position(position, self.path)

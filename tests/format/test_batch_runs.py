@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from logrepair.format.batch import Record, build_batch
 from logrepair.format.batch_runs import NONE, quiet_run_python
+from logrepair.format.crc import crc32c
 from logrepair.storage.index_builder import recovery_index_bytes
 
 from .strategies import segments
@@ -172,3 +173,13 @@ def test_the_c_call_checks_its_arguments() -> None:
         _records.quiet_run(*good[:5], 2**64, *good[6:])
     with pytest.raises(TypeError):
         _records.quiet_run("text", *good[1:])
+
+
+@needs_accelerator
+@pytest.mark.parametrize("hardware", [True, False])
+@given(data=st.binary(max_size=4000), pad=st.integers(0, 7))
+def test_the_c_crc_is_the_crc32c_packages(hardware, data, pad) -> None:
+    """Both of C's ways (SSE4.2 where the CPU has it, and the table every other CPU uses), at every
+    length and alignment."""
+    view = memoryview(bytes(pad) + data)[pad:]
+    assert _records.crc32c(view, hardware) == crc32c(data)

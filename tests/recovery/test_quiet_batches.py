@@ -32,7 +32,10 @@ batch_plans = st.tuples(
 
 def _batch(offset: int, epoch: int, records: int, value: int, transactional: bool) -> bytes:
     return build_batch(
-        [Record(offset + i, T0 + offset + i, None, bytes(value), ()) for i in range(records)],
+        [
+            Record(offset + i, T0 + (offset + i) % 10**6, None, bytes(value), ())
+            for i in range(records)
+        ],
         base_offset=offset,
         partition_leader_epoch=epoch,
         producer_id=7 if transactional else -1,
@@ -82,7 +85,7 @@ mutations = st.lists(
     interval=st.sampled_from([0, 100, 4096]),
     log_damage=mutations,
     index_damage=mutations,
-    message_max_bytes=st.sampled_from([1 << 20, 1000]),
+    message_max_bytes=st.sampled_from([1 << 20, 1000, 0, 2**70]),
 )
 def test_a_scan_with_quiet_runs_is_the_scan_batch_by_batch(
     tmp_path_factory, segments, interval, log_damage, index_damage, message_max_bytes
@@ -106,3 +109,17 @@ def test_a_scan_with_quiet_runs_is_the_scan_batch_by_batch(
     with mock.patch.object(segment_scan, "QuietBatches", lambda *_: None):
         batch_by_batch = scan_path(DISK, str(pdir), config)
     assert repr(with_runs) == repr(batch_by_batch)
+
+
+def test_segments_based_near_the_end_of_the_offsets_are_scanned_batch_by_batch(tmp_path):
+    """Offsets past 2^62 would overflow the C call's int64s (base + a 31-bit relative offset):
+    such a segment goes through the per-batch path, with the same findings."""
+    pdir = tmp_path / "t-0"
+    base = 2**63 - 100
+    raw, _ = _segment_bytes([(1, 0, 1, 10, False)] * 5, base - 1)
+    write_segment(pdir, base, raw, indexes=False)
+    config = Settings(message_max_bytes=2**70)
+    with_runs = scan_path(DISK, str(pdir), config)
+    with mock.patch.object(segment_scan, "QuietBatches", lambda *_: None):
+        assert repr(with_runs) == repr(scan_path(DISK, str(pdir), config))
+    assert with_runs.partitions[0].segments[0].last_offset == base + 4
