@@ -8,15 +8,14 @@ points. What it would keep is what `kafka` mode keeps.
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..format.crc import crc32c
 from ..format.errors import Defect
-from ..storage.abstract_index import IndexOffsetOverflowError, InvalidOffsetError
+from ..storage.abstract_index import IndexFileError, IndexOffsetOverflowError, InvalidOffsetError
 from ..storage.disk import Disk
-from ..storage.index_builder import recovery_index_bytes
+from ..storage.index_builder import RecoveryIndex
 from .indexes import UNBOUNDED_INDEX
 
 if TYPE_CHECKING:
@@ -47,7 +46,11 @@ class KafkaReading:
         "piece_base",
         "last_index_pos",
         "last_index_offset",
-        "points",
+        "index",
+        "index_error",
+        "piece",
+        "piece_start",
+        "piece_failed",
     )
 
     def __init__(self, seg: SegmentScan, index_interval_bytes: int) -> None:
@@ -61,9 +64,19 @@ class KafkaReading:
         self.piece_base = seg.base_offset
         self.last_index_pos = 0
         self.last_index_offset: int | None = None
-        self.points = array("q")
-        """(position, last offset, max timestamp) of each batch it keeps, for its index rebuild:
-        24 bytes a batch."""
+        self.index: RecoveryIndex | None = RecoveryIndex(
+            seg.base_offset, index_interval_bytes, UNBOUNDED_INDEX
+        )
+        """The index Kafka's recovery writes, built as the batches pass: nothing is kept per
+        batch."""
+        self.index_error: IndexFileError | None = None
+        """What the index rebuild threw (it is fed nothing more after)."""
+        self.piece: RecoveryIndex | None = None
+        """Once an overflow splits the segment, the index of the piece being read: Kafka recovers
+        each piece again (spec rec §6.7 step 3), with index points of its own."""
+        self.piece_start = 0
+        self.piece_failed: int | None = None
+        """After an overflow split: the base offset of the first piece whose rebuild throws."""
 
     def batch(self, position: int, first: int, last: int, size: int, ts: int | None) -> None:
         """One batch Kafka's recovery reads (only while `on`)."""
@@ -79,8 +92,9 @@ class KafkaReading:
                 seg.kafka_pieces.append(Piece(0, seg.base_offset))
             self.piece_base = first
             seg.kafka_pieces.append(Piece(position, first))
+            self._next_piece(first)
         if self.bytes - self.last_index_pos > self.interval and not seg.kafka_pieces:
-            # (once Kafka must split, each piece is indexed on its own: `_piece_index_fails`)
+            # (once Kafka must split, each piece is indexed on its own: `piece`)
             if self.last_index_offset is not None and last <= self.last_index_offset:
                 seg.kafka_invalid_offset = True
                 self.on = False
@@ -89,7 +103,18 @@ class KafkaReading:
             self.last_index_pos = self.bytes
         if self.last is not None and first <= self.last:
             seg.unordered = True
-        self.points.extend((self.bytes, last, -1 if ts is None else ts))
+        ts = -1 if ts is None else ts
+        if self.index is not None:
+            try:
+                self.index.add(self.bytes, last, ts)
+            except IndexFileError as e:
+                self.index, self.index_error = None, e
+        piece = self.piece
+        if piece is not None:
+            try:
+                piece.add(self.bytes - self.piece_start, last, ts)
+            except (InvalidOffsetError, IndexOffsetOverflowError):
+                self.piece_failed, self.piece = piece.base_offset, None  # (the first to fail)
         self.bytes += size
         self.last = last
 
@@ -102,9 +127,31 @@ class KafkaReading:
             seg.kafka_pieces = []
             seg.kafka_split_fails = True
         if seg.kafka_pieces:
-            seg.kafka_piece_invalid = _piece_index_fails(
-                seg.kafka_pieces, self.points, self.bytes, self.interval
-            )
+            self._close_piece()
+            seg.kafka_piece_invalid = self.piece_failed
+
+    def _next_piece(self, base_offset: int) -> None:
+        """An overflow splits the segment here: the piece before is read (the first piece is the
+        segment's start, whose index is the segment's so far), the next one starts."""
+        self._close_piece()
+        if self.piece_failed is None:  # (past the first piece that fails, none is looked at)
+            self.piece = RecoveryIndex(base_offset, self.interval, UNBOUNDED_INDEX)
+            self.piece_start = self.bytes
+
+    def _close_piece(self) -> None:
+        """Would the rebuild of the piece read so far throw (its last time entry included)?"""
+        if self.piece_failed is not None:
+            return
+        # (no piece index yet: the first piece, the segment's start, is what `index` holds)
+        index, base = (self.index, self.seg.base_offset) if self.piece is None else (
+            self.piece, self.piece.base_offset
+        )  # fmt: skip
+        try:
+            if index is None:
+                raise self.index_error  # what it threw while the batches passed
+            index.result()
+        except (InvalidOffsetError, IndexOffsetOverflowError):
+            self.piece_failed = base
 
     def rebuild_indexes(self, existing: tuple[bytes, bytes] | None) -> None:
         """The indexes Kafka's recovery writes for what it keeps, where kafka mode will replace
@@ -116,14 +163,10 @@ class KafkaReading:
         rewrite = rewrite or not seg.has_time_index
         suspect = rewrite or seg.unordered or bool(seg.findings)  # offsets may go back somewhere
         if (suspect or existing) and not seg.kafka_pieces and not seg.kafka_invalid_offset:
-            points = self.points
             try:
-                kafka_index = recovery_index_bytes(
-                    zip(points[0::3], points[1::3], points[2::3], strict=True),
-                    seg.base_offset,
-                    self.interval,
-                    UNBOUNDED_INDEX,
-                )
+                if self.index is None:
+                    raise self.index_error  # what it threw while the batches passed
+                kafka_index = self.index.result()
                 seg.kafka_index_entries = len(kafka_index[0]) // 8
                 if existing is not None:
                     # indexes that agree with the log can still differ from Kafka's rebuild
@@ -139,6 +182,7 @@ class KafkaReading:
                 # index points): Kafka's recovery throws InvalidOffsetException and empties the
                 # segment.
                 seg.kafka_invalid_offset = True
+        self.index = None
         seg.kafka_valid_bytes = 0 if seg.kafka_invalid_offset else self.bytes
         if seg.kafka_invalid_offset:
             seg.kafka_last_offset = None
@@ -157,23 +201,6 @@ def kafka_keeps_bad_magic(disk: Disk, path: str, defect: Defect) -> int | None:
             return None
         body = f.read_at(defect.position + 21, size - 21)
     return size if crc32c(body) == int.from_bytes(head[17:21], "big") else None
-
-
-def _piece_index_fails(pieces: list[Piece], points: array, end: int, interval: int) -> int | None:
-    """Kafka recovers each piece of a split again (spec rec §6.7 step 3), with index points of its
-    own: the base offset of the first piece whose index rebuild throws, if any."""
-    bounds = [pc.position for pc in pieces[1:]] + [end]
-    k, n = 0, len(points)
-    for pc, stop in zip(pieces, bounds, strict=True):
-        own = []
-        while k < n and points[k] < stop:
-            own.append((points[k] - pc.position, points[k + 1], points[k + 2]))
-            k += 3
-        try:
-            recovery_index_bytes(own, pc.base_offset, interval, UNBOUNDED_INDEX)
-        except (InvalidOffsetError, IndexOffsetOverflowError):
-            return pc.base_offset
-    return None
 
 
 def _kafka_can_split(pieces: list[Piece], last_offset: int | None, base_offset: int) -> bool:
