@@ -11,7 +11,7 @@ from ..storage.osdisk import OsDisk
 from .checks import PartitionResult, audit_partition
 from .discovery import discover
 from .fleet import build_report, compare_replicas, latest_commits, replica_groups
-from .model import AuditReport
+from .model import AuditReport, LogDirPlan
 from .segments import summarize_segment
 
 DEFAULT_RECOVERY_RATE = 100 * 2**20
@@ -27,10 +27,17 @@ def audit_paths(
 ) -> AuditReport:
     disk = disk or OsDisk()
     plans = discover(disk, paths)
+    compared = _replicated(plans)
     results: list[PartitionResult] = []
     for d in plans:
         for p in d.partitions:
-            summaries = [summarize_segment(disk, task) for task in p.segments]
+            # batch digests only where there are replicas to compare: otherwise memory stays
+            # the same for any number of batches
+            keep = (p.topic, p.partition) in compared and p.state == "live"
+            summaries = [
+                summarize_segment(disk, task, digests=keep, recovery_point=p.recovery_point or 0)
+                for task in p.segments
+            ]
             results.append(
                 audit_partition(p, summaries, broker=d.broker, clean_shutdown=d.clean_shutdown)
             )
@@ -42,3 +49,15 @@ def audit_paths(
         latest_commits(results),
         recovery_rate=recovery_rate,
     )
+
+
+def _replicated(plans: list[LogDirPlan]) -> set[tuple[str, int]]:
+    """The topic-partitions live under more than one log dir (`fleet.replica_groups`' groups)."""
+    seen: set[tuple[str, int]] = set()
+    twice: set[tuple[str, int]] = set()
+    for d in plans:
+        for p in d.partitions:
+            if p.state == "live":
+                key = (p.topic, p.partition)
+                (twice if key in seen else seen).add(key)
+    return twice
