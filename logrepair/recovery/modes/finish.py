@@ -91,12 +91,10 @@ def _plan_indexes(pp: PartitionPlan, seg: Seg, mode: str) -> None:
             "(IllegalArgumentException); the index is written whole here"
         )
     precomputed = scan.kafka_indexes
-    if (
-        mode == "kafka"
-        and precomputed is not None
-        and seg not in pp.created
-        and seg.new_size in (None, scan.kafka_valid_bytes)
-    ):
+    # kafka mode keeps what Kafka's recovery keeps; a piece a split made (salvage, Kafka's
+    # overflow split) has the indexes of its own batches when the scan computed them
+    ours = (mode == "kafka" and seg not in pp.created) or seg.derived
+    if ours and precomputed is not None and seg.new_size in (None, scan.kafka_valid_bytes):
         stem = seg.stem()
         for suffix, content in zip(
             (layout.INDEX_SUFFIX, layout.TIME_INDEX_SUFFIX), precomputed, strict=True

@@ -146,7 +146,31 @@ def _sub_scan(scan: SegmentScan, piece: Piece, base: int, name: str) -> SegmentS
         (e, b, pos - shift) for e, b, pos in scan.strict_epochs if piece.start <= pos < piece.end
     ]
     sub.max_timestamp = scan.max_timestamp
+    indexes = _piece_indexes(scan, piece, base)
+    if indexes is not None:
+        sub.kafka_indexes = indexes
+        sub.kafka_valid_bytes = piece.end - piece.start
+        sub.kafka_index_entries = len(indexes[0]) // 8
     return sub
+
+
+def _piece_indexes(scan: SegmentScan, piece: Piece, base: int) -> tuple[bytes, bytes] | None:
+    """The indexes of the piece as a segment based at `base`, when the scan's pass computed them
+    for exactly its batches: a run past byte 0 as its own segment (`run_indexes`), or the start of
+    the segment up to where Kafka's recovery stops too (Kafka's own rebuild)."""
+    if piece.start:
+        run = scan.run_indexes.get((piece.start, piece.end))
+        return run if run is not None and base == piece.first_offset else None
+    first = scan.runs[0] if scan.runs else None
+    if (
+        first is not None
+        and (first.start, first.end) == (0, piece.end)
+        and scan.kafka_valid_bytes == piece.end
+        and base == scan.base_offset
+        and not scan.kafka_pieces
+    ):
+        return scan.kafka_indexes
+    return None
 
 
 def _txn_for(seg: Seg, sub: SegmentScan) -> list[tuple[int, int, int, int]]:
