@@ -12,7 +12,8 @@ process (so peak RSS is the child's own):
 - kafka-mode repair after a torn tail and one corrupt index entry. Target: >= 0.7x the speed of
   `logrepair verify`;
 - salvage repair of the same segment with one corrupt batch in the middle (half the segment is
-  copied to a new segment, and the removed tail kept in quarantine);
+  copied to a new segment, in the kernel, with the indexes the scan computed, and the corrupt
+  batch kept in quarantine). Target: >= 0.5x the speed of `logrepair verify`;
 - peak RSS of the kafka repair at the full size and at 1/8 of it: flat means it does not grow.
 
 `--memory` measures instead peak RSS (each command in a fresh child process) of verify, audit,
@@ -192,9 +193,14 @@ def measure(root: str, size: int, batch_bytes: int, runs: int) -> dict:
     kafka = min(kafka_runs, key=lambda r: r["seconds"])
     assert child("verify", log_dir)["clean"]
     damage_salvage(pdir, count - 1, step)
-    salvage = child("salvage", log_dir)
-    assert salvage["removed_bytes"] == step, salvage
-    undo_salvage = child("undo", salvage["quarantine"])
+    salvage_runs, undo_runs = [], []
+    for _ in range(runs):
+        result = child("salvage", log_dir)
+        assert result["removed_bytes"] == step, result
+        salvage_runs.append(result)
+        undo_runs.append(child("undo", result["quarantine"]))
+    salvage = min(salvage_runs, key=lambda r: r["seconds"])
+    undo_salvage = min(undo_runs, key=lambda r: r["seconds"])
     shutil.rmtree(log_dir)
     shutil.rmtree(log_dir + ".logrepair-quarantine", ignore_errors=True)
     return {

@@ -145,6 +145,15 @@ class SegmentScan:
     def valid_bytes(self) -> int:
         return sum(r.end - r.start for r in self.runs)
 
+    def prefix_indexes(self, end: int) -> tuple[bytes, bytes] | None:
+        """The indexes of the segment cut at `end`, when Kafka's rebuild in the pass covered
+        exactly its batches: the first run, from byte 0 to `end`, where Kafka's reading stops too
+        (None otherwise: the cut is rebuilt from the file)."""
+        first = self.runs[0] if self.runs else None
+        if first is None or (first.start, first.end) != (0, end) or self.kafka_pieces:
+            return None
+        return self.kafka_indexes if self.kafka_valid_bytes == end else None
+
 
 def scan_segment(
     disk: Disk,

@@ -161,16 +161,7 @@ def _piece_indexes(scan: SegmentScan, piece: Piece, base: int) -> tuple[bytes, b
     if piece.start:
         run = scan.run_indexes.get((piece.start, piece.end))
         return run if run is not None and base == piece.first_offset else None
-    first = scan.runs[0] if scan.runs else None
-    if (
-        first is not None
-        and (first.start, first.end) == (0, piece.end)
-        and scan.kafka_valid_bytes == piece.end
-        and base == scan.base_offset
-        and not scan.kafka_pieces
-    ):
-        return scan.kafka_indexes
-    return None
+    return scan.prefix_indexes(piece.end) if base == scan.base_offset else None
 
 
 def _txn_for(seg: Seg, sub: SegmentScan) -> list[tuple[int, int, int, int]]:
