@@ -381,7 +381,7 @@ class _StrictReading:
             seg.max_timestamp = ts
         if self.run_index is not None:
             try:
-                self.run_index.add(position - run.start, last, ts)
+                self.run_index.add(position - run.start, last, -1 if ts is None else ts)
             except IndexFileError:
                 self.run_index = None  # (rebuilt from the file, which says why, if it is split)
         epoch = item.partition_leader_epoch
