@@ -1,4 +1,5 @@
-"""Deep verify vs shallow verify vs kafka-python iterating the same records.
+"""Deep verify vs shallow verify vs kafka-python iterating the same records; shallow verify vs the
+whole-file CRC loop (warm) and vs `cat` (cold).
 
 Writes one partition of uncompressed v2 batches (`--size` bytes, `--batch-bytes` a batch, 200-byte
 values, as bench/repair.py writes them) and measures, as CPU seconds of this process (best of
@@ -13,16 +14,32 @@ values, as bench/repair.py writes them) and measures, as CPU seconds of this pro
 
 The ratios are what `--deep-iteration` costs over the shallow scan, and how it compares with a
 client library reading the same records.
+
+Against the floor of any checker, on the same partition:
+
+- warm: the whole-file CRC loop (8 MiB windows read with `preadv` into one buffer, CRC-32C of each
+  window, nothing else), CPU seconds, best of `--runs`, against shallow verify's;
+- `--cold`: the file's pages evicted (`fdatasync`, then `posix_fadvise(DONTNEED)` on every file of
+  the partition: no root needed) before each run, wall seconds of `cat FILE > /dev/null` against
+  shallow verify's, and the CPU share of verify's run (checking overlapping reading keeps it low
+  and the wall time near `cat`'s).
+
+`--dir` writes the partition there (or reuses it): 2 GiB belongs on a disk, not in a temp dir.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import subprocess
 import tempfile
 import time
 
+from crc32c import crc32c
+
 from logrepair.format.batch import ACCELERATED
+from logrepair.format.batch_runs import ACCELERATED as QUIET_ACCELERATED
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout
@@ -38,20 +55,100 @@ def _cpu(fn) -> float:
     return time.process_time() - start
 
 
+def whole_file_crc(path: str, window: int = 8 << 20) -> None:
+    """The floor of any checker: read the file window by window into one buffer, CRC each."""
+    buf = bytearray(window)
+    mv = memoryview(buf)
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        position = 0
+        while n := os.preadv(fd, [mv], position):
+            crc32c(mv[:n])
+            position += n
+    finally:
+        os.close(fd)
+
+
+def evict(pdir: str) -> None:
+    """Drops the partition's pages from the page cache (written back first, so they can go)."""
+    for name in os.listdir(pdir):
+        fd = os.open(os.path.join(pdir, name), os.O_RDONLY)
+        try:
+            os.fdatasync(fd)
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        finally:
+            os.close(fd)
+
+
+def cold(pdir: str, log: str, runs: int) -> None:
+    """Wall time of `cat` and of shallow verify, each after evicting the partition's pages."""
+    disk = OsDisk()
+
+    def cat() -> None:
+        with open(os.devnull, "wb") as null:
+            subprocess.run(["cat", log], stdout=null, check=True)
+
+    contenders = {
+        "cat": cat,
+        "whole-file CRC loop": lambda: whole_file_crc(log),
+        "shallow verify": lambda: scan_path(disk, pdir, Settings()),
+    }
+    timings: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
+    for _ in range(runs):
+        for name, fn in contenders.items():
+            evict(pdir)
+            wall, cpu = time.perf_counter(), time.process_time()
+            fn()
+            timings[name].append((time.perf_counter() - wall, time.process_time() - cpu))
+    best = {name: min(t) for name, t in timings.items()}
+    size = os.path.getsize(log)
+    verify_wall = best["shallow verify"][0]
+    print(f"cold (wall, best of {runs}):")
+    for name, (wall, cpu) in best.items():
+        cpu_share = f"{100 * cpu / wall:3.0f}% CPU" if name != "cat" else "        "
+        print(
+            f"  {name:<20} {wall:6.2f} s {size / MiB / wall:6.0f} MiB/s {cpu_share}  verify is "
+            f"{wall / verify_wall:.2f}x it"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m bench deep_verify", description=__doc__)
     ap.add_argument("--size", type=parse_size, default=parse_size("64M"))
     ap.add_argument("--batch-bytes", type=int, default=16 * 1024)
     ap.add_argument("--kafka-python-bytes", type=parse_size, default=parse_size("8M"))
     ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--dir", help="partition dir to write (or reuse); default a temp dir")
+    ap.add_argument("--cold", action="store_true", help="also time verify and cat on evicted pages")
+    ap.add_argument("--no-deep", action="store_true", help="skip deep verify and kafka-python")
     args = ap.parse_args(argv)
     disk = OsDisk()
-    with tempfile.TemporaryDirectory(prefix="bench-deep-") as root:
-        pdir = os.path.join(root, "t-0")
-        count, step = write_partition(pdir, args.size, args.batch_bytes)
+    with contextlib.ExitStack() as stack:
+        if args.dir:
+            pdir = args.dir
+        else:
+            root = stack.enter_context(tempfile.TemporaryDirectory(prefix="bench-deep-"))
+            pdir = os.path.join(root, "t-0")
+        log = os.path.join(pdir, layout.log_file_name(0))
+        if args.dir and os.path.exists(log):
+            step = len(_first_batch(log))
+            count = os.path.getsize(log) // step
+        else:
+            count, step = write_partition(pdir, args.size, args.batch_bytes)
         size = count * step
         records = count * max(1, args.batch_bytes // 220)
+        whole_file_crc(log)  # warm the page cache
         shallow = min(_cpu(lambda: scan_path(disk, pdir, Settings())) for _ in range(args.runs))
+        floor = min(_cpu(lambda: whole_file_crc(log)) for _ in range(args.runs))
+        print(
+            f"warm: whole-file CRC loop {floor:.3f} s CPU, shallow verify {shallow:.3f} s: "
+            f"{floor / shallow:.2f}x the loop ({size / MiB / shallow:.0f} MiB/s, best of "
+            f"{args.runs}; C quiet runs {'on' if QUIET_ACCELERATED else 'off'})"
+        )
+        if args.cold:
+            cold(pdir, log, args.runs)
+        if args.no_deep:
+            return 0
         deep_settings = Settings(deep_iteration=True)
         scans = []
         deep = min(
@@ -59,7 +156,6 @@ def main(argv: list[str] | None = None) -> int:
             for _ in range(args.runs)
         )
         assert all(s.clean for s in scans)
-        log = os.path.join(pdir, layout.log_file_name(0))
         kp = min(
             kafka_python_records(log, min(size, args.kafka_python_bytes))
             for _ in range(max(1, args.runs - 1))
@@ -88,3 +184,9 @@ def main(argv: list[str] | None = None) -> int:
         f"{(records / deep) / kp_rate:.1f}x as fast as kafka-python"
     )
     return 0
+
+
+def _first_batch(log: str) -> bytes:
+    with open(log, "rb") as f:
+        head = f.read(12)
+        return head + f.read(int.from_bytes(head[8:12], "big"))

@@ -11,6 +11,9 @@ storage scanner does. Baselines:
   an object per record). kafka-python is slow, so it runs on the first `--kafka-python-bytes` of
   each file. Deep reading runs in C when the accelerator is built (the output says which reader is
   active; `LOGREPAIR_PURE_PYTHON=1` measures the pure-Python one).
+- kafka-python again, against `logrepair dump --deep-iteration --json` of the same records (the
+  first `--kafka-python-bytes`, through `--max-bytes`), run in-process with its JSON Lines going to
+  /dev/null through the text stdout. Target: >= 1.5x kafka-python's records/s.
 - peak RSS (`ru_maxrss` of a child process) after walking the whole file and 1/8 of it: flat.
 
 Times are CPU seconds of this process (`time.process_time`, best of `--runs`), reads included, so
@@ -20,6 +23,7 @@ other load on a shared machine disturbs the ratios less than wall-clock time wou
 from __future__ import annotations
 
 import argparse
+import io
 import os
 import random
 import resource
@@ -29,7 +33,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from contextlib import redirect_stdout
 
+from logrepair.cli import main as logrepair_main
 from logrepair.format.batch import ACCELERATED, Record, build_batch
 from logrepair.format.crc import crc32c
 from logrepair.format.errors import Defect
@@ -203,6 +209,32 @@ def kafka_python_records(path: str, limit: int) -> tuple[int, float]:
     return n, time.process_time() - start
 
 
+class RecordCounter(io.TextIOWrapper):
+    """/dev/null as a text stdout that counts the record objects written to it."""
+
+    def __init__(self) -> None:
+        super().__init__(open(os.devnull, "wb"), encoding="utf-8")
+        self.records = 0
+
+    def write(self, text: str) -> int:
+        self.records += text.count('{"offset":')
+        return super().write(text)
+
+
+def dump_json(path: str, limit: int) -> tuple[int, float]:
+    """`logrepair dump --deep-iteration --json` of the first `limit` bytes: (records, CPU s)."""
+    with RecordCounter() as out, redirect_stdout(out):
+        start = time.process_time()
+        status = logrepair_main(
+            ["dump", "--deep-iteration", "--json", "--max-bytes", str(limit), path]
+        )
+        out.flush()
+        elapsed = time.process_time() - start
+    if status != 0:
+        raise RuntimeError(f"dump exited {status}")
+    return out.records, elapsed
+
+
 def best_of(runs: int, fn: Callable[[], float]) -> float:
     return min(fn() for _ in range(runs))
 
@@ -290,6 +322,9 @@ def bench_one(label: str, path: str, size: int, batch_bytes: int, args) -> bool:
     kp_runs = [kafka_python_records(path, kp_bytes) for _ in range(args.runs)]
     kp_records = kp_runs[0][0]
     kp_time = min(t for _, t in kp_runs)
+    dump_runs = [dump_json(path, kp_bytes) for _ in range(args.runs)]
+    assert dump_runs[0][0] == kp_records, "dump and kafka-python disagree on the records"
+    dump_rps = kp_records / min(t for _, t in dump_runs)
     ratio = bare / walk
     target = 0.8 if batch_bytes >= 16 * 1024 else 0.6
     kp_rps = kp_records / kp_time
@@ -313,10 +348,15 @@ def bench_one(label: str, path: str, size: int, batch_bytes: int, args) -> bool:
         f"{decode_rps / kp_rps:5.1f}x kafka-python (target >= 5x)"
     )
     print(
+        f"dump --deep-iteration --json      {dump_rps:12,.0f} records/s  "
+        f"{dump_rps / kp_rps:5.2f}x kafka-python (target >= 1.5x)"
+    )
+    print(
         f"kafka-python record iteration     {kp_rps:12,.0f} records/s over the first "
         f"{kp_bytes / MiB:.0f} MiB"
     )
     ok = ratio >= target and verify_rps >= 5 * kp_rps and decode_rps >= 5 * kp_rps
+    ok = ok and dump_rps >= 1.5 * kp_rps
     if not args.no_rss:
         small = rss_probe(path, written // 8, window)
         large = rss_probe(path, written, window)
@@ -352,7 +392,9 @@ def main(argv: list[str] | None = None) -> int:
     ok = True
     with tempfile.TemporaryDirectory(dir=args.dir, prefix="format_walk-") as tmp:
         for label, batch_bytes in (("16 KiB batches", 16 * 1024), ("1 KiB batches", 1024)):
-            path = os.path.join(tmp, f"{batch_bytes}.log")
+            # a segment's name, which the dump requires, in a directory per batch size
+            os.mkdir(os.path.join(tmp, str(batch_bytes)))
+            path = os.path.join(tmp, str(batch_bytes), "00000000000000000000.log")
             ok = bench_one(label, path, args.size, batch_bytes, args) and ok
             os.unlink(path)
     print("\nall targets met" if ok else "\nsome targets missed")

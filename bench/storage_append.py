@@ -6,7 +6,10 @@ Baselines and targets:
   checked, written through the Disk, indexes kept, segments rolled at `--segment-bytes`) against
   `os.write` of the same bytes to one file. Each append carries `--append-bytes` of batches, as a
   replica fetch does: ~16 KiB batches (a producer's default `batch.size`), then ~256 KiB ones.
-  Target: >= 0.7x. The leader path (`Log.append`, which also builds each batch of 64 records of
+  Target: >= 0.7x. Two more lines say where the time goes, in the same interleaved runs: the
+  floor of any append that checks every batch's CRC as Kafka's does (`os.write` after a bare
+  length + CRC-32C loop over the batches: what a per-batch check in C would approach) and the
+  follower's validation alone (the `Walker` over each append, batch objects built). The leader path (`Log.append`, which also builds each batch of 64 records of
   ~220 bytes) is reported in records/s, without a target: building is the format library's cost.
 - index rebuild of one segment of `--size` bytes (`Segment.rebuild_indexes`: Kafka's recovery rule
   of `storage.index_builder` over `storage.scan` windows, real `.index`/`.timeindex` files
@@ -30,9 +33,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 
 from bench.format_walk import MiB, WalkDriver, parse_size, windowed, write_file
 from logrepair.format.batch import Record, build_batch
+from logrepair.format.crc import crc32c
+from logrepair.format.errors import Defect
+from logrepair.format.walker import Walker
 from logrepair.storage.clock import ManualClock
 from logrepair.storage.log import Log, ProducerRecord
 from logrepair.storage.log_config import LogConfig
@@ -40,6 +47,7 @@ from logrepair.storage.osdisk import OsDisk
 from logrepair.storage.segment import Segment
 
 _BASE_OFFSET = struct.Struct(">q")
+_LENGTH = struct.Struct(">i")
 
 
 class Payloads:
@@ -77,8 +85,36 @@ class Payloads:
 
 
 def plain_writes(dir: str, total: int, append_bytes: int, batch_bytes: int) -> float:
+    return _file_appends(dir, total, append_bytes, batch_bytes, None)
+
+
+def crc_then_write(dir: str, total: int, append_bytes: int, batch_bytes: int) -> float:
+    """The floor of a validating append: each batch's length read and CRC-32C computed (no other
+    check, no object), then one `os.write` of the append."""
+    return _file_appends(dir, total, append_bytes, batch_bytes, _check_crcs)
+
+
+def _check_crcs(view: memoryview) -> None:
+    unpack = _LENGTH.unpack_from
+    pos, n = 0, len(view)
+    while pos < n:
+        end = pos + 12 + unpack(view, pos + 8)[0]
+        if crc32c(view[pos + 21 : end]) != unpack(view, pos + 17)[0] & 0xFFFFFFFF:
+            raise RuntimeError(f"CRC mismatch at {pos}")
+        pos = end
+
+
+def _file_appends(
+    dir: str,
+    total: int,
+    append_bytes: int,
+    batch_bytes: int,
+    check: Callable[[memoryview], None] | None,
+) -> float:
+    """`os.write` of each append to one new file, after `check(append)` if given; CPU seconds."""
     payloads = Payloads(append_bytes, batch_bytes)
-    fd = os.open(os.path.join(dir, "plain.log"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    path = os.path.join(dir, "plain.log")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
     elapsed = 0.0
     written = 0
     try:
@@ -86,13 +122,31 @@ def plain_writes(dir: str, total: int, append_bytes: int, batch_bytes: int) -> f
             data = payloads.next()
             start = time.process_time()
             view = memoryview(data)
+            if check is not None:
+                check(view)
             while view:
                 view = view[os.write(fd, view) :]
             elapsed += time.process_time() - start
             written += len(data)
     finally:
         os.close(fd)
-    os.unlink(os.path.join(dir, "plain.log"))
+    os.unlink(path)
+    return elapsed
+
+
+def walker_only(total: int, append_bytes: int, batch_bytes: int) -> float:
+    """The follower's validation alone: `Log.append_batches`'s walk over each append."""
+    payloads = Payloads(append_bytes, batch_bytes)
+    elapsed = 0.0
+    written = 0
+    while written < total:
+        data = payloads.next()
+        start = time.process_time()
+        for item in Walker(data, file_size=len(data)):
+            if isinstance(item, Defect):
+                raise RuntimeError(f"payload defect: {item}")
+        elapsed += time.process_time() - start
+        written += len(data)
     return elapsed
 
 
@@ -244,14 +298,26 @@ def main(argv: list[str] | None = None) -> int:
                 f"batches of {batch_bytes // 1024} KiB =="
             )
             # Interleaved, so writeback of one run's dirty pages burdens both sides alike.
-            plains, logs = [], []
+            plains, floors, walks, logs = [], [], [], []
             for _ in range(args.runs):
                 plains.append(plain_writes(tmp, size, args.append_bytes, batch_bytes))
+                floors.append(crc_then_write(tmp, size, args.append_bytes, batch_bytes))
+                walks.append(walker_only(size, args.append_bytes, batch_bytes))
                 logs.append(
                     log_appends(tmp, size, args.append_bytes, args.segment_bytes, batch_bytes)
                 )
-            met = compare("plain os.write", min(plains), "Log.append_batches", min(logs), size, 0.7)
+            plain, floor, walk, appended = min(plains), min(floors), min(walks), min(logs)
+            met = compare("plain os.write", plain, "Log.append_batches", appended, size, 0.7)
             ok = ok and met
+            print(
+                f"{'floor: CRC-32C + os.write':<28} {size / floor / MiB:8.0f} MiB/s   "
+                f"ratio {plain / floor:.2f}x of plain; Log.append_batches {floor / appended:.2f}x "
+                "of the floor"
+            )
+            print(
+                f"{'of which the Walker':<28} {walk:8.3f} s of {appended:.3f} s; "
+                f"plain + Walker {plain + walk:.3f} s"
+            )
         leader_size = min(size, 256 * MiB)
         n, t = leader_appends(tmp, leader_size)
         print(

@@ -41,7 +41,7 @@ def _log_dir(root: Path, count: int, value_size: int) -> Path:
 def logs(tmp_path_factory) -> tuple[Path, Path, int]:
     """(few big batches, many small ones, the log's size): the many at least as big as the few."""
     root = tmp_path_factory.mktemp("memory")
-    small = 400
+    small = 900
     many = _log_dir(root, MANY, small)
     size = (many / "t-0" / layout.log_file_name(0)).stat().st_size
     big = small

@@ -131,6 +131,7 @@ def run(args: argparse.Namespace) -> int:
         for path in files:
             dump_file(disk, path, opts, report)
     finally:
+        report.flush()
         sys.stdout.flush()
         report.finish()
     return 1 if report.defects else 0

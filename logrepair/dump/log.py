@@ -19,7 +19,7 @@ from ..format.errors import Defect, FormatError
 from ..format.legacy import LegacyBatch
 from ..storage.disk import Disk, DiskFile
 from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
-from . import lines
+from . import json_lines, lines
 from .report import DEFAULT_MAX_BYTES, DumpOptions, DumpReport
 
 _OVERHEAD = struct.Struct(">qi")
@@ -69,6 +69,7 @@ class _LogDumper:
         self.opts = opts
         self.report = report
         self.parser = _PARSERS[opts.decoder] if opts.print_data else None
+        self.json_lines = json_lines.BatchLines(path, opts.deep, self.parser)
         self.last_offset = -1
         self.pairs: list[tuple[int, int]] = []
         self.pairs_dropped = 0
@@ -78,20 +79,13 @@ class _LogDumper:
         opts, report = self.opts, self.report
         if opts.json:
             try:
-                obj = {"file": self.path, **batch.to_json(opts.deep)}
+                line = self.json_lines.line(batch)
             except FormatError as e:
                 report.defect(self.path, _records_defect(batch, e), True)
                 return
-            if opts.deep and self.parser is not None:
-                for rec_obj, record in zip(obj["records"], batch.records(), strict=True):
-                    if not batch.is_control:
-                        key_text, payload = self.parser(
-                            _bytes(record.key), _bytes(record.value), record.offset
-                        )
-                        rec_obj["decoded"] = {"key": key_text, "payload": payload}
-            for record in batch.records() if opts.deep else ():
-                self._track(record.offset)
-            report.json(obj)
+            if opts.deep:
+                self._track(batch.records())
+            report.json_lines(line)
             return
         report.line(lines.batch_line(batch, crc_valid))
         if not opts.deep:
@@ -103,8 +97,7 @@ class _LogDumper:
             if crc_valid:  # a CRC-failed batch gets its own defect line next: one is enough
                 report.defect(self.path, _records_defect(batch, e), False)
             return
-        for record in records:
-            self._track(record.offset)
+        self._track(records)
         write = report.line
         for line in lines.record_lines(
             batch,
@@ -123,25 +116,25 @@ class _LogDumper:
                 self.batch(batch, crc_valid=batch.crc_valid)
         self.report.defect(self.path, defect, self.opts.json)
 
-    def _track(self, offset: int) -> None:
+    def _track(self, records: list) -> None:
         """kafka-dump-log's non-consecutive offset pairs (gaps are normal after compaction).
 
         Kafka keeps every pair; a compacted log can have millions, so past `MAX_PAIRS` only a
         count is kept and reported."""
-        if self.last_offset != -1 and offset != self.last_offset + 1:
-            if len(self.pairs) < MAX_PAIRS:
-                self.pairs.append((self.last_offset, offset))
-            else:
-                self.pairs_dropped += 1
-        self.last_offset = offset
+        last = self.last_offset
+        for record in records:
+            offset = record[0]
+            if offset != last + 1 and last != -1:
+                if len(self.pairs) < MAX_PAIRS:
+                    self.pairs.append((last, offset))
+                else:
+                    self.pairs_dropped += 1
+            last = offset
+        self.last_offset = last
 
 
 def _records_defect(batch, e: FormatError) -> Defect:
     return Defect(e.kind, batch.position, batch.size, e.detail, batch.base_offset)
-
-
-def _bytes(data) -> bytes | None:
-    return None if data is None else bytes(data)
 
 
 def _records(batch) -> list:

@@ -639,6 +639,426 @@ done:
     return records;
 }
 
+/* --- CRC-32C (Castagnoli), the batch checksum (spec fmt §2.3) ---------------------------------
+ *
+ * Hardware CRC (SSE4.2) over three interleaved streams where the CPU has it, so that checking a
+ * batch runs about as fast as the `crc32c` package checking a whole file; a table otherwise. The
+ * three streams' CRCs are joined by shifting the first two past the bytes after them: multiplying
+ * by x^(8n) modulo the polynomial (reflected), for the one block length used, from tables. */
+
+#define CRC32C_POLY 0x82F63B78u
+#define CRC_BLOCK 256 /* bytes of each of the three streams per round (larger blocks alias in the cache) */
+
+static uint32_t crc_table[256];
+static uint32_t crc_shift_block[4][256]; /* x^(8 * CRC_BLOCK) times each byte lane */
+static int crc_hardware;
+
+/* a * b modulo the polynomial, bit-reflected (x^0 is the top bit). */
+static uint32_t
+crc_multmodp(uint32_t a, uint32_t b)
+{
+    uint32_t m = (uint32_t)1 << 31, p = 0;
+    for (;;) {
+        if (a & m) {
+            p ^= b;
+            if ((a & (m - 1)) == 0)
+                break;
+        }
+        m >>= 1;
+        b = b & 1 ? (b >> 1) ^ CRC32C_POLY : b >> 1;
+    }
+    return p;
+}
+
+static void
+crc_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ CRC32C_POLY : c >> 1;
+        crc_table[n] = c;
+    }
+    /* x^(8 * CRC_BLOCK): square x^1 up to x^8, then multiply in the powers of CRC_BLOCK's bits. */
+    uint32_t x2k = (uint32_t)1 << 30; /* x^1 */
+    uint32_t power = (uint32_t)1 << 31; /* x^0 */
+    for (int k = 0; k < 3; k++)
+        x2k = crc_multmodp(x2k, x2k); /* x^8 after three squarings */
+    for (uint64_t n = CRC_BLOCK; n; n >>= 1) {
+        if (n & 1)
+            power = crc_multmodp(x2k, power);
+        x2k = crc_multmodp(x2k, x2k);
+    }
+    for (int lane = 0; lane < 4; lane++)
+        for (uint32_t v = 0; v < 256; v++)
+            crc_shift_block[lane][v] = crc_multmodp(power, v << (8 * lane));
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    __builtin_cpu_init();
+    crc_hardware = __builtin_cpu_supports("sse4.2");
+#endif
+}
+
+static inline uint32_t
+crc_shift(uint32_t crc)
+{
+    return crc_shift_block[0][crc & 0xFF] ^ crc_shift_block[1][(crc >> 8) & 0xFF] ^
+           crc_shift_block[2][(crc >> 16) & 0xFF] ^ crc_shift_block[3][crc >> 24];
+}
+
+static uint32_t
+crc_software(uint32_t state, const uint8_t *p, Py_ssize_t n)
+{
+    while (n-- > 0)
+        state = crc_table[(state ^ *p++) & 0xFF] ^ (state >> 8);
+    return state;
+}
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <nmmintrin.h>
+__attribute__((target("sse4.2"))) static uint32_t
+crc_sse42(uint32_t state, const uint8_t *p, Py_ssize_t n)
+{
+    uint64_t a = state;
+    while (n >= 3 * CRC_BLOCK) {
+        uint64_t b = 0, c = 0;
+        const uint8_t *q = p + CRC_BLOCK, *r = p + 2 * CRC_BLOCK;
+        for (int i = 0; i < CRC_BLOCK; i += 8) {
+            uint64_t x, y, z;
+            memcpy(&x, p + i, 8);
+            memcpy(&y, q + i, 8);
+            memcpy(&z, r + i, 8);
+            a = _mm_crc32_u64(a, x);
+            b = _mm_crc32_u64(b, y);
+            c = _mm_crc32_u64(c, z);
+        }
+        a = crc_shift(crc_shift((uint32_t)a) ^ (uint32_t)b) ^ (uint32_t)c;
+        p += 3 * CRC_BLOCK;
+        n -= 3 * CRC_BLOCK;
+    }
+    for (; n >= 8; n -= 8, p += 8) {
+        uint64_t x;
+        memcpy(&x, p, 8);
+        a = _mm_crc32_u64(a, x);
+    }
+    uint32_t s = (uint32_t)a;
+    while (n-- > 0)
+        s = _mm_crc32_u8(s, *p++);
+    return s;
+}
+#endif
+
+/* CRC-32C of n bytes, as the `crc32c` package computes it. */
+static uint32_t
+crc32c(const uint8_t *p, Py_ssize_t n)
+{
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+    if (crc_hardware)
+        return ~crc_sse42(0xFFFFFFFFu, p, n);
+#endif
+    return ~crc_software(0xFFFFFFFFu, p, n);
+}
+
+/* --- quiet runs (see logrepair/format/batch_runs.py, the reference) --------------------------- */
+
+#define NONE_VALUE INT64_MIN
+
+static inline int64_t
+read_i64(const uint8_t *p)
+{
+    uint64_t u = 0;
+    for (int i = 0; i < 8; i++)
+        u = (u << 8) | p[i];
+    return (int64_t)u;
+}
+
+static inline int64_t
+read_i32(const uint8_t *p)
+{
+    return (int32_t)((uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3]);
+}
+
+PyDoc_STRVAR(quiet_run_doc,
+             "quiet_run(buf, pos, limit, file_position, max_length, floor, max_last, max_size, "
+             "epoch, oi_raw, oi_i, oi_n, oi_base, oi_prev, ti_raw, ti_i, ti_n, ti_base, k_on, "
+             "k_bytes, k_index_pos, k_index_offset, k_interval)\n--\n\n"
+             "The batches at buf[pos:] every per-batch check passes silently; see "
+             "logrepair.format.batch_runs.");
+
+/* The arguments after the three buffers, in their order, with the buffers' slots skipped. */
+enum {
+    A_POS = 1, A_LIMIT, A_FILE_POSITION, A_MAX_LENGTH, A_FLOOR, A_MAX_LAST, A_MAX_SIZE, A_EPOCH,
+    A_OI_RAW, A_OI_I, A_OI_N, A_OI_BASE, A_OI_PREV,
+    A_TI_RAW, A_TI_I, A_TI_N, A_TI_BASE,
+    A_K_ON, A_K_BYTES, A_K_INDEX_POS, A_K_INDEX_OFFSET, A_K_INTERVAL,
+    A_COUNT
+};
+
+static PyObject *
+quiet_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != A_COUNT) {
+        PyErr_Format(PyExc_TypeError, "quiet_run takes %d arguments (%zd given)", A_COUNT, nargs);
+        return NULL;
+    }
+    int64_t v[A_COUNT];
+    for (int i = 1; i < A_COUNT; i++) {
+        if (i == A_OI_RAW || i == A_TI_RAW)
+            continue;
+        int overflow = 0;
+        v[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
+        if (overflow) {
+            PyErr_Format(PyExc_OverflowError, "quiet_run argument %d out of int64 range", i);
+            return NULL;
+        }
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    Py_buffer view, oi, ti;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    if (PyObject_GetBuffer(args[A_OI_RAW], &oi, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    if (PyObject_GetBuffer(args[A_TI_RAW], &ti, PyBUF_SIMPLE) < 0) {
+        PyBuffer_Release(&oi);
+        PyBuffer_Release(&view);
+        return NULL;
+    }
+    PyObject *result = NULL;
+    const uint8_t *d = view.buf;
+    int64_t pos = v[A_POS], start = v[A_POS];
+    int64_t limit = v[A_LIMIT] < view.len ? v[A_LIMIT] : view.len;
+    int64_t fp = v[A_FILE_POSITION], max_length = v[A_MAX_LENGTH], floor = v[A_FLOOR];
+    int64_t max_last = v[A_MAX_LAST], max_size = v[A_MAX_SIZE], epoch = v[A_EPOCH];
+    int64_t oi_i = v[A_OI_I], oi_n = v[A_OI_N], oi_base = v[A_OI_BASE], oi_prev = v[A_OI_PREV];
+    int64_t ti_i = v[A_TI_I], ti_n = v[A_TI_N], ti_base = v[A_TI_BASE];
+    int k_on = v[A_K_ON] != 0;
+    int64_t k_bytes = v[A_K_BYTES], k_index_pos = v[A_K_INDEX_POS];
+    int64_t k_index_offset = v[A_K_INDEX_OFFSET], k_interval = v[A_K_INTERVAL];
+    /* Entries past what the index buffers hold are never read. */
+    if (oi_n > oi.len / 8)
+        oi_n = oi.len / 8;
+    if (ti_n > ti.len / 12)
+        ti_n = ti.len / 12;
+    if (pos < 0)
+        pos = start = limit;
+    const uint8_t *oi_d = oi.buf, *ti_d = ti.buf;
+    int64_t n = 0, first_offset = NONE_VALUE, last = NONE_VALUE, max_ts = NONE_VALUE;
+    int txn = 0;
+    /* At most one point per 61 bytes (the smallest batch). */
+    int64_t cap = limit > pos ? (limit - pos) / 61 + 1 : 1;
+    int64_t *points = k_on ? PyMem_RawMalloc((size_t)cap * 3 * sizeof(int64_t)) : NULL;
+    if (k_on && points == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    while (pos + 61 <= limit) {
+        const uint8_t *b = d + pos;
+        int64_t base = read_i64(b);
+        int64_t length = read_i32(b + 8);
+        int64_t leader_epoch = read_i32(b + 12);
+        int8_t magic = (int8_t)b[16];
+        uint32_t crc = (uint32_t)read_i32(b + 17);
+        int attributes = b[22]; /* the int16's low byte: all Kafka reads */
+        int64_t delta = read_i32(b + 23);
+        int64_t ts = read_i64(b + 35);
+        int64_t count = read_i32(b + 57);
+        int64_t size = length + 12, end = pos + size;
+        if (magic != 2 || length < 49 || length > max_length || end > limit || count < 0 ||
+            count > delta + 1 || delta < 0 || base < floor || (__int128)base + delta > max_last ||
+            size > max_size || (leader_epoch >= 0 && leader_epoch != epoch && epoch != NONE_VALUE))
+            break;
+        int64_t batch_last = base + delta, position = fp + pos;
+        int64_t oi_next = oi_i, oi_offset = oi_prev;
+        if (oi_i < oi_n) {
+            int64_t rel = read_i32(oi_d + oi_i * 8), entry_pos = read_i32(oi_d + oi_i * 8 + 4);
+            if (entry_pos < position)
+                break;
+            if (entry_pos == position) {
+                oi_offset = oi_base + rel; /* the caller keeps offsets far below 2^63 */
+                if (rel < 0 || oi_offset < batch_last || (oi_prev != NONE_VALUE && oi_prev >= base))
+                    break;
+                oi_next = oi_i + 1;
+            }
+        }
+        int64_t ti_next = ti_i;
+        while (ti_next < ti_n) {
+            int64_t offset = ti_base + read_i32(ti_d + ti_next * 12 + 8);
+            if (offset > batch_last)
+                break;
+            if (offset < batch_last) {
+                ti_next = -1;
+                break;
+            }
+            ti_next++;
+        }
+        if (ti_next < 0)
+            break;
+        int k_indexed = k_on && k_bytes - k_index_pos > k_interval;
+        if (k_indexed && k_index_offset != NONE_VALUE && batch_last <= k_index_offset)
+            break;
+        if (crc32c(b + 21, size - 21) != crc)
+            break;
+        if (k_indexed) {
+            k_index_offset = batch_last;
+            k_index_pos = k_bytes;
+        }
+        if (k_on) {
+            points[3 * n] = k_bytes;
+            points[3 * n + 1] = batch_last;
+            points[3 * n + 2] = ts;
+            k_bytes += size;
+        }
+        oi_i = oi_next;
+        oi_prev = oi_offset;
+        ti_i = ti_next;
+        if (n == 0)
+            first_offset = base;
+        n++;
+        last = batch_last;
+        if (ts > max_ts)
+            max_ts = ts;
+        if (attributes & 0x10) {
+            txn |= 1;
+            if ((attributes & 0x30) == 0x30)
+                txn |= 2;
+        }
+        floor = batch_last + 1;
+        pos = end;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(LLLLLiLLLLLLy#)", (long long)n, (long long)(n ? pos : start),
+                           (long long)first_offset, (long long)last, (long long)max_ts, txn,
+                           (long long)oi_i, (long long)oi_prev, (long long)ti_i,
+                           (long long)k_bytes, (long long)k_index_pos, (long long)k_index_offset,
+                           points ? (const char *)points : "", (Py_ssize_t)(k_on ? n * 3 * 8 : 0));
+done:
+    PyMem_RawFree(points);
+    PyBuffer_Release(&ti);
+    PyBuffer_Release(&oi);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* --- Kafka's recovery index rule over many batches (storage/index_builder.py's RecoveryIndex) --
+ *
+ * `index_points` is `RecoveryIndex.add` for each (position, last offset, max timestamp) triple of
+ * a buffer of native int64s, on the index's state passed in and returned: it stops before the
+ * first triple whose `add` would raise, which the caller then adds the Python way (and raises). */
+
+PyDoc_STRVAR(index_points_doc,
+             "index_points(points, base_offset, interval, max_offset_entries, max_time_entries, "
+             "offset_entries, time_entries, last_entry_offset, last_time, last_time_offset, "
+             "max_ts, max_ts_offset, last_indexed)\n--\n\n"
+             "RecoveryIndex.add over native int64 triples, up to the first that would raise: "
+             "(consumed, the state in the same order, offset index bytes, time index bytes).");
+
+enum {
+    I_BASE = 1, I_INTERVAL, I_MAX_OFFSET_ENTRIES, I_MAX_TIME_ENTRIES, I_OFFSET_ENTRIES,
+    I_TIME_ENTRIES, I_LAST_ENTRY_OFFSET, I_LAST_TIME, I_LAST_TIME_OFFSET, I_MAX_TS,
+    I_MAX_TS_OFFSET, I_LAST_INDEXED, I_COUNT
+};
+
+static void
+write_be(uint8_t *p, uint64_t v, int bytes)
+{
+    for (int i = bytes - 1; i >= 0; i--, v >>= 8)
+        p[i] = (uint8_t)v;
+}
+
+static PyObject *
+index_points(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != I_COUNT) {
+        PyErr_Format(PyExc_TypeError, "index_points takes %d arguments (%zd given)", I_COUNT,
+                     nargs);
+        return NULL;
+    }
+    int64_t v[I_COUNT];
+    for (int i = 1; i < I_COUNT; i++) {
+        int overflow = 0;
+        v[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
+        if (overflow) {
+            PyErr_Format(PyExc_OverflowError, "index_points argument %d out of int64 range", i);
+            return NULL;
+        }
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    Py_ssize_t count = view.len / 24;
+    int64_t base = v[I_BASE], interval = v[I_INTERVAL];
+    int64_t max_offset_entries = v[I_MAX_OFFSET_ENTRIES], max_time_entries = v[I_MAX_TIME_ENTRIES];
+    int64_t offset_entries = v[I_OFFSET_ENTRIES], time_entries = v[I_TIME_ENTRIES];
+    int64_t last_entry_offset = v[I_LAST_ENTRY_OFFSET], last_time = v[I_LAST_TIME];
+    int64_t last_time_offset = v[I_LAST_TIME_OFFSET], max_ts = v[I_MAX_TS];
+    int64_t max_ts_offset = v[I_MAX_TS_OFFSET], last_indexed = v[I_LAST_INDEXED];
+    /* At most one entry of each kind per triple. */
+    uint8_t *offsets = PyMem_RawMalloc((size_t)count * 8 + 1);
+    uint8_t *times = PyMem_RawMalloc((size_t)count * 12 + 1);
+    PyObject *result = NULL;
+    if (offsets == NULL || times == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_ssize_t k = 0, n_off = 0, n_time = 0;
+    Py_BEGIN_ALLOW_THREADS
+    for (; k < count; k++) {
+        int64_t t[3];
+        memcpy(t, (const char *)view.buf + 24 * k, 24);
+        int64_t valid = t[0], last = t[1], ts = t[2];
+        int64_t new_max_ts = max_ts, new_max_ts_offset = max_ts_offset;
+        if (ts > new_max_ts) {
+            new_max_ts = ts;
+            new_max_ts_offset = last;
+        }
+        if ((__int128)valid - last_indexed > interval) {
+            __int128 relative = (__int128)last - base;
+            if (offset_entries >= max_offset_entries ||
+                (offset_entries && last <= last_entry_offset) || relative < 0 ||
+                relative > INT32_MAX || valid < INT32_MIN || valid > INT32_MAX ||
+                time_entries >= max_time_entries)
+                break;
+            int time_entry = new_max_ts > last_time;
+            __int128 time_relative = (__int128)new_max_ts_offset - base;
+            if (time_entry && ((time_entries && new_max_ts_offset < last_time_offset) ||
+                               time_relative < 0 || time_relative > INT32_MAX))
+                break;
+            write_be(offsets + 8 * n_off, (uint64_t)relative, 4);
+            write_be(offsets + 8 * n_off + 4, (uint64_t)valid, 4);
+            n_off++;
+            offset_entries++;
+            last_entry_offset = last;
+            if (time_entry) {
+                write_be(times + 12 * n_time, (uint64_t)new_max_ts, 8);
+                write_be(times + 12 * n_time + 8, (uint64_t)time_relative, 4);
+                n_time++;
+                time_entries++;
+                last_time = new_max_ts;
+                last_time_offset = new_max_ts_offset;
+            }
+            last_indexed = valid;
+        }
+        max_ts = new_max_ts;
+        max_ts_offset = new_max_ts_offset;
+    }
+    Py_END_ALLOW_THREADS
+    result = Py_BuildValue("(nLLLLLLLLy#y#)", k, (long long)offset_entries, (long long)time_entries,
+                           (long long)last_entry_offset, (long long)last_time,
+                           (long long)last_time_offset, (long long)max_ts,
+                           (long long)max_ts_offset, (long long)last_indexed, (const char *)offsets,
+                           (Py_ssize_t)(8 * n_off), (const char *)times, (Py_ssize_t)(12 * n_time));
+done:
+    PyMem_RawFree(offsets);
+    PyMem_RawFree(times);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* --- module ----------------------------------------------------------------------------------- */
 
 PyDoc_STRVAR(bind_doc,
@@ -673,6 +1093,8 @@ static PyMethodDef methods[] = {
      check_records_doc},
     {"decode_records", (PyCFunction)(void (*)(void))decode_records,
      METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
+    {"quiet_run", (PyCFunction)(void (*)(void))quiet_run, METH_FASTCALL, quiet_run_doc},
+    {"index_points", (PyCFunction)(void (*)(void))index_points, METH_FASTCALL, index_points_doc},
     {NULL, NULL, 0, NULL},
 };
 
@@ -687,6 +1109,7 @@ static struct PyModuleDef module = {
 PyMODINIT_FUNC
 PyInit__records(void)
 {
+    crc_init();
     PyObject *m = PyModule_Create(&module);
 #ifdef SOURCE_SHA256 /* set by setup.py: which source this build came from */
     if (m != NULL && PyModule_AddStringConstant(m, "SOURCE_SHA256", SOURCE_SHA256) < 0)

@@ -40,7 +40,7 @@ from __future__ import annotations
 import functools
 import re
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from .batch import HEADER, RECORD_BATCH_OVERHEAD, RecordBatch, check_records
 from .crc import crc32c
@@ -83,6 +83,8 @@ _LEGACY_V1_UNUSED = 0xF0
 _LEGACY_HEADER_SIZE = (12 + 6, 12 + 14)  # log overhead, crc, magic, attributes, [timestamp]
 _TIMESTAMP = struct.Struct(">q")
 
+QuietRuns = Callable[[memoryview, int, int, int, int, int], tuple[int, int, int]]
+
 
 @functools.cache
 def _candidate_patterns(max_length: int) -> tuple[re.Pattern[bytes], ...]:
@@ -120,6 +122,12 @@ class Walker:
     next window goes on from there. With `carry_damage`, it yields nothing for that region and
     leaves it in `open_damage` (a `Defect` of the bytes so far); passing that to the next window's
     walker as `open_damage` makes the whole region one defect, while memory stays one window.
+
+    `quiet_runs(buf, pos, limit, file_position, max_length, floor)`, when given, is offered every
+    position where a batch may start (`floor`: the lowest base offset the walk takes there, -2^63
+    for any); it returns `(n, end, last)`: the n batches up to buffer index `end` (the last ending
+    at offset `last`) are valid and need nothing more from this walk (they are counted, not
+    yielded; see `batch_runs`). With n == 0 the walk goes on as without it.
     """
 
     def __init__(
@@ -136,6 +144,7 @@ class Walker:
         max_output: int | None = None,
         carry_damage: bool = False,
         open_damage: Defect | None = None,
+        quiet_runs: QuietRuns | None = None,
     ) -> None:
         mv = buf if isinstance(buf, memoryview) else memoryview(buf)
         if mv.ndim != 1 or mv.itemsize != 1:
@@ -160,6 +169,7 @@ class Walker:
             raise ValueError("open_damage must end where this buffer starts")
         self._resumed = open_damage
         self.open_damage: Defect | None = None
+        self.quiet_runs = quiet_runs
 
     @property
     def done(self) -> bool:
@@ -190,6 +200,7 @@ class Walker:
         expected = self.expected_offset
         floor = expected if check and expected is not None else _NO_FLOOR
         batches = self.batches
+        quiet = self.quiet_runs
         self.needed = 0
         self.open_damage = None
         resumed, self._resumed = self._resumed, None
@@ -210,6 +221,17 @@ class Walker:
                 step[1], resumed.position, fp + pos - resumed.position, step[2], resumed.offset
             )
         while True:
+            if quiet is not None and pos + 61 <= limit:
+                n, end, last = quiet(mv, pos, limit, fp, max_length, floor)
+                if n:
+                    batches += n
+                    expected = last + 1
+                    if check:
+                        floor = expected
+                    pos = end
+                    self.position = fp + end
+                    self.expected_offset = expected
+                    self.batches = batches
             # Fast path: a whole v2 batch that is in the buffer and valid, in one unpack of the
             # fields it checks (the whole header when the batch object will need it) and one CRC
             # over a zero-copy slice.

@@ -118,6 +118,31 @@ class KafkaReading:
         self.bytes += size
         self.last = last
 
+    def quiet_limits(self) -> tuple[int, int] | None:
+        """The lowest base offset and highest last offset of a batch `batch` would only count and
+        index (None once an overflow split has begun: then each piece is followed batch by batch)."""
+        if self.seg.kafka_pieces:
+            return None
+        floor = self.piece_base if self.last is None else max(self.piece_base, self.last + 1)
+        return floor, self.piece_base + INT_MAX
+
+    def extend(
+        self, kept: int, last: int, index_pos: int, index_offset: int | None, points: bytes
+    ) -> None:
+        """Batches that met `quiet_limits`, read in one go (`format.batch_runs.quiet_run`): the
+        bytes kept after them, the last offset, where the index was last written, and their
+        (position, last offset, max timestamp) points as native int64s, added to the index at
+        once."""
+        self.bytes = kept
+        self.last = last
+        self.last_index_pos = index_pos
+        self.last_index_offset = index_offset
+        if self.index is not None:
+            try:
+                self.index.add_points(points)
+            except IndexFileError as e:
+                self.index, self.index_error = None, e
+
     def finish(self) -> None:
         """The segment is read: can Kafka split it where an offset overflows, and would each
         piece's recovery hold?"""

@@ -370,16 +370,26 @@ class _PartitionFiles:
     logs: dict[int, str] = field(default_factory=dict)
     swap_logs: dict[int, str] = field(default_factory=dict)
     indexes: dict[tuple[int, FileKind], str] = field(default_factory=dict)
+    swap_indexes: dict[tuple[int, FileKind], str] = field(default_factory=dict)
+    min_cleaned: int | None = None
+    """The lowest base offset of a `.cleaned` file: swaps from it on are discarded at load."""
     unread: set[str] = field(default_factory=set)
     """Names that are symlinks or special files: not read, and not missing either."""
 
     def index_paths(self, path: str, base: int) -> tuple[str | None, str | None, str | None]:
-        """The offset, time and transaction index of the segment at `base` (None: absent)."""
-        return tuple(
-            join(path, self.indexes[(base, k)]) if (base, k) in self.indexes else None
-            for k in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX)
-        )
+        """The offset, time and transaction index Kafka loads for the segment at `base` (None:
+        absent): a `.swap` of one is renamed over it first (LogLoader's third pass, 4.1.1),
+        unless a `.cleaned` file at or below it makes the swap part of an unfinished split."""
+        swaps_kept = self.min_cleaned is None or base < self.min_cleaned
+        out = []
+        for k in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
+            name = self.swap_indexes.get((base, k)) if swaps_kept else None
+            name = name or self.indexes.get((base, k))
+            out.append(None if name is None else join(path, name))
+        return tuple(out)
 
+
+_INDEX_FILE_KINDS = (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX)
 
 _LEFTOVER_KINDS = {
     layout.DELETED_SUFFIX: "deleted_leftover",
@@ -426,6 +436,14 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
             )
             if fn.leftover == layout.SWAP_SUFFIX and fn.kind is FileKind.LOG:
                 files.swap_logs[fn.offset] = fname
+            elif (
+                fn.leftover == layout.SWAP_SUFFIX and fn.kind in _INDEX_FILE_KINDS and fn.canonical
+            ):
+                files.swap_indexes[(fn.offset, fn.kind)] = fname
+            elif fn.leftover == layout.CLEANED_SUFFIX:
+                offset = layout.offset_from_file_name(fname)  # parsed: blocks_kafka_load else
+                if files.min_cleaned is None or offset < files.min_cleaned:
+                    files.min_cleaned = offset
         elif fn.tmp:
             p.findings.append(
                 Finding(
@@ -437,7 +455,7 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
             )
         elif fn.kind is FileKind.LOG:
             files.logs[fn.offset] = fname
-        elif fn.kind in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
+        elif fn.kind in _INDEX_FILE_KINDS:
             files.indexes[(fn.offset, fn.kind)] = fname
         elif fn.kind is FileKind.SNAPSHOT:
             p.snapshots.append(Snapshot(fn.offset, fname, None))

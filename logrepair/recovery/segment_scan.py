@@ -31,9 +31,11 @@ from .findings import Finding
 from .index_checks import SegmentIndexChecks
 from .indexes import UNBOUNDED_INDEX, batch_header
 from .kafka_reading import INT_MAX, KafkaReading, Piece, kafka_keeps_bad_magic
+from .quiet_batches import QuietBatches
 
 _TXN_MARKER = TRANSACTIONAL_MASK | CONTROL_MASK
 _NEVER = 2**63
+_NO_EPOCH = -(2**40)  # no leader epoch is this: every epoch of a batch needs a look
 INT64_MAX = 2**63 - 1
 
 
@@ -213,8 +215,15 @@ def _read_batches(
     offset_check, time_check = index_checks.offsets, index_checks.times
     oc_next = _NEVER if offset_check is None else offset_check.next_position()
     tc_next = _NEVER if time_check is None else time_check.next_offset()
+    quiet = None if deep else QuietBatches(strict, kafka, index_checks)
     for item in LogScan(
-        disk, path, resync=True, check_offsets=False, max_batch_size=max_batch_size, deep=deep
+        disk,
+        path,
+        resync=True,
+        check_offsets=False,
+        max_batch_size=max_batch_size,
+        deep=deep,
+        quiet_runs=quiet,
     ):
         cls = item.__class__
         if cls is LegacyBatch and item.is_compressed:
@@ -331,6 +340,53 @@ class _StrictReading:
         """The position of the first valid batch at or past `next_base`."""
         self.stale_last: int | None = None
         self.stale_first = 0
+
+    def quiet_limits(self) -> tuple[int, int, int, int] | None:
+        """What a batch must satisfy for `batch` to do no more than `extend` does with it: its
+        base offset at least the first value, its last offset at most the second, its size at most
+        the third, its leader epoch negative or the fourth. None while a stretch is open or a stale
+        tail has begun: then every batch goes through `batch`."""
+        if self.too_large.open is not None or self.regressions.open is not None:
+            return None
+        if self.stale_at is not None:
+            return None
+        seg = self.seg
+        floor = 0 if self.last is None else self.last + 1
+        if not seg.runs and not seg.misnamed and seg.base_offset > floor:
+            floor = seg.base_offset
+        max_last = min(INT64_MAX - 1, self.relative_base + INT_MAX)
+        if self.next_base is not None:
+            max_last = min(max_last, self.next_base - 1)
+        max_size = INT64_MAX if self.message_max_bytes is None else self.message_max_bytes
+        epoch = self.max_epoch if self.max_epoch <= self.segment_max_epoch else _NO_EPOCH
+        return floor, max_last, max_size, epoch
+
+    def extend(
+        self, start: int, end: int, first: int, last: int, max_ts: int, points: bytes | None
+    ) -> None:
+        """Batches from `start` to `end` at offsets `first`..`last` that met `quiet_limits`:
+        what `batch` does with each of them, at once. `points`: their (position in the run, last
+        offset, max timestamp) for the run's index, when it has one."""
+        run = self.run
+        if run is None:
+            self._close_run_index()
+            self.run = Run(start, end, first, last)
+            self.seg.runs.append(self.run)
+            if start:
+                self.run_index = RecoveryIndex(first, self.interval, UNBOUNDED_INDEX)
+        else:
+            run.end = end
+            run.last_offset = last
+        if self.run_index is not None:
+            try:
+                if points is None:
+                    raise IndexFileError("no points")  # (the caller could not give them)
+                self.run_index.add_points(points)
+            except IndexFileError:
+                self.run_index = None
+        self.last = last
+        if max_ts > self.seg.max_timestamp:
+            self.seg.max_timestamp = max_ts
 
     def defect(self, item: Defect) -> None:
         """A damaged region (LogScan reports one once, however many windows it spans)."""

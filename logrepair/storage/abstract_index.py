@@ -134,6 +134,10 @@ class AbstractIndex(ABC, Generic[E]):
         """Refreshes the cached last entry after the entry count changed."""
 
     @abstractmethod
+    def _appended(self, entry: E) -> None:
+        """Caches `entry`, just written, as the last entry."""
+
+    @abstractmethod
     def _key(self, entry: E) -> int: ...
 
     @abstractmethod
@@ -226,11 +230,13 @@ class AbstractIndex(ABC, Generic[E]):
             raise IndexFileError(f"{self.path} ended inside entry {slot}")
         return self._decode(self._ENTRY.unpack(raw))
 
-    def _write_next(self, *fields: int) -> None:
+    def _write_next(self, entry: E, *fields: int) -> None:
+        """Writes `fields` as the next entry, which decodes to `entry`: kept as the last entry
+        without reading it back, as Kafka keeps `_lastOffset` / `_lastEntry` on append."""
         self._require_writable()
         self.file.write_at(self._entries * self.ENTRY_SIZE, self._ENTRY.pack(*fields))
         self._entries += 1
-        self._after_entries_changed()
+        self._appended(entry)
 
     def _truncate_to_entries(self, n: int) -> None:
         self._entries = n

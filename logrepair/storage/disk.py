@@ -79,6 +79,12 @@ class DiskFile(ABC):
             done += n
         return done
 
+    def will_read(self, position: int, length: int) -> None:
+        """A hint that `length` bytes from `position` will be read soon, so the OS can start
+        reading them while the caller checks what it has (a scan hints the windows ahead of the
+        one it reads). Never required for correctness; this default ignores it."""
+        return None
+
     def data_from(self, position: int) -> int:
         """The first position at or after `position` that may hold data (`SEEK_DATA`): everything
         between reads as zeros, a hole a copy can skip. This default knows of no holes."""

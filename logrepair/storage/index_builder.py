@@ -19,6 +19,7 @@ from array import array
 from collections.abc import Iterable, Iterator
 from typing import Protocol
 
+from ..format.batch_runs import NONE, index_points, quiet_run
 from . import offset_index, time_index
 from .abstract_index import (
     DEFAULT_INDEX_INTERVAL_BYTES,
@@ -34,6 +35,8 @@ from .time_index import NO_TIMESTAMP
 # sizes because a scan's batches have them as plain attributes: reading `size` (a property) per
 # batch made a rebuild of 1 KiB batches ~8 % slower.
 IndexPoint = tuple[int, int, int | None]
+
+_NO_INDEX = (b"", 0, 0, 0, NONE, b"", 0, 0, 0)  # no index files to check against the batches
 
 
 class IndexedBatch(Protocol):
@@ -84,7 +87,9 @@ def recovery_index_bytes(
     where Kafka's index appends throw during recovery; ValueError for a `max_index_size` too small
     for one time-index entry, as the index constructors do."""
     index = RecoveryIndex(base_offset, index_interval_bytes, max_index_size)
-    index.feed(batches)
+    add = index.add
+    for valid, last, ts in batches:
+        add(valid, last, ts)
     return index.result()
 
 
@@ -93,10 +98,11 @@ _PENDING = 3 * 4096
 
 
 class RecoveryIndex:
-    """`recovery_index_bytes` fed as a scan's batches pass (`add`), for a scan that keeps no list
-    of its batches: it holds the index entries and the last few thousand batches' points, which
-    it runs the rule's loop over a chunk at a time (one call per batch into the rule would cost a
-    third of a verify's time). A throw surfaces at the next chunk, or at `result`."""
+    """`recovery_index_bytes` fed as a scan's batches pass, by a scan that keeps no list of its
+    batches: it holds the index entries and at most a few thousand batches' points not yet run
+    through the rule (`add` buffers them: one Python call into the rule per batch cost a third of
+    a verify's time; `add_points` runs a chunk in C). A throw may surface at a later call, or at
+    `result`."""
 
     __slots__ = (
         "base_offset",
@@ -141,87 +147,139 @@ class RecoveryIndex:
         self.last_indexed = 0
         self.pending = array("q")
 
-    def add(self, valid: int, last: int, ts: int) -> None:
+    def add(self, valid: int, last: int, ts: int | None) -> None:
         """The batch at position `valid` (the bytes before it), its last offset and max
-        timestamp (-1, NO_TIMESTAMP, for magic 0)."""
+        timestamp (None for magic 0), buffered; raises as Kafka's index appends do, when the
+        buffer is run."""
         pending = self.pending
-        pending.extend((valid, last, ts))
+        pending.extend((valid, last, NO_TIMESTAMP if ts is None else ts))
         if len(pending) >= _PENDING:
-            self._drain()
+            self.flush()
 
-    def _drain(self) -> None:
-        it = iter(self.pending)
-        try:
-            self.feed(zip(it, it, it, strict=True))
-        finally:
-            del self.pending[:]
+    def flush(self) -> None:
+        """Runs the buffered points through the rule."""
+        if self.pending:
+            points, self.pending = self.pending, array("q")
+            self._add_points(points)
 
-    def feed(self, batches: Iterable[IndexPoint]) -> None:
-        """The rule over `batches` (after those fed before). Raises as Kafka's appends do."""
-        encode_offset_entry = offset_index.encode_entry
+    def _add(self, valid: int, last: int, ts: int | None) -> None:
+        """The rule for one batch, at once."""
+        if ts is not None and ts > self.max_ts:
+            self.max_ts = ts
+            self.max_ts_offset = last
+        if valid - self.last_indexed > self.interval:
+            self._entry(valid, last)
+
+    def add_points(self, points: bytes) -> None:
+        """`add` of each (position, last offset, max timestamp) native int64 triple of `points`
+        (what `format.batch_runs.quiet_run` returns), in C when the accelerator is built: one call
+        for a run of batches. Raises where `add` would, with the same state."""
+        self.flush()
+        self._add_points(points)
+
+    def _add_points(self, points) -> None:
+        done = 0
+        if index_points is not None:
+            done, *state, offsets, times = index_points(
+                points,
+                self.base_offset,
+                self.interval,
+                self.max_offset_entries,
+                self.max_time_entries,
+                self.offset_entries,
+                self.time_entries,
+                self.last_entry_offset,
+                self.last_time,
+                self.last_time_offset,
+                self.max_ts,
+                self.max_ts_offset,
+                self.last_indexed,
+            )
+            (
+                self.offset_entries,
+                self.time_entries,
+                self.last_entry_offset,
+                self.last_time,
+                self.last_time_offset,
+                self.max_ts,
+                self.max_ts_offset,
+                self.last_indexed,
+            ) = state
+            self.offsets += offsets
+            self.times += times
+        rest = (
+            memoryview(points).cast("B")[24 * done :].cast("q")
+        )  # (the triple that raises, in C's case)
+        add = self._add
+        for k in range(0, len(rest), 3):
+            add(rest[k], rest[k + 1], rest[k + 2])
+
+    def take_run(
+        self, buf, pos: int, limit: int, file_position: int, max_length: int, floor: int
+    ) -> tuple[int, int, int]:
+        """A scan's `quiet_runs` for a rebuild over a segment's batches from position 0 (see
+        `storage.scan.LogScan`): the batches at `buf[pos:]` whose offsets stay in the segment's
+        relative range and whose entries `add` would write without raising, added at once."""
+        self.flush()
+        base = self.base_offset
+        last_offset = self.last_entry_offset if self.offset_entries else NONE
+        n, end, _, last, *_, points = quiet_run(
+            buf,
+            pos,
+            limit,
+            file_position,
+            max_length,
+            max(floor, base),
+            base + INT32_MAX,
+            2**63 - 1,
+            NONE,
+            *_NO_INDEX,
+            True,
+            file_position + pos,
+            self.last_indexed,
+            last_offset,
+            self.interval,
+        )
+        if n:
+            self.add_points(points)
+        return n, end, last
+
+    def _entry(self, valid: int, last: int) -> None:
+        """OffsetIndex.append, then TimeIndex.maybeAppend: their checks, in their order."""
         base_offset = self.base_offset
-        interval = self.interval
-        max_offset_entries = self.max_offset_entries
-        max_time_entries = self.max_time_entries
-        offsets = self.offsets
-        times = self.times
-        offset_entries = self.offset_entries
-        time_entries = self.time_entries
-        last_entry_offset = self.last_entry_offset
-        last_time = self.last_time
-        last_time_offset = self.last_time_offset
-        max_ts = self.max_ts
-        max_ts_offset = self.max_ts_offset
-        last_indexed = self.last_indexed
-        try:
-            for valid, last, ts in batches:
-                if ts is not None and ts > max_ts:
-                    max_ts = ts
-                    max_ts_offset = last
-                if valid - last_indexed > interval:
-                    # OffsetIndex.append, then TimeIndex.maybeAppend: their checks, in their
-                    # order.
-                    if offset_entries >= max_offset_entries:
-                        raise IndexFullError(
-                            f"Attempt to append to a full index (size = {offset_entries})."
-                        )
-                    if offset_entries and last <= last_entry_offset:
-                        raise InvalidOffsetError(
-                            f"Attempt to append an offset {last} to position {offset_entries} no "
-                            f"larger than the last offset appended ({last_entry_offset})"
-                        )
-                    relative = last - base_offset  # AbstractIndex.relativeOffset: hot path
-                    if not 0 <= relative <= INT32_MAX:
-                        raise _overflow(last, base_offset)
-                    offsets += encode_offset_entry(relative, valid)
-                    offset_entries += 1
-                    last_entry_offset = last
-                    if time_entries >= max_time_entries:
-                        raise IndexFullError(
-                            f"Attempt to append to a full time index (size = {time_entries})."
-                        )
-                    if max_ts > last_time:
-                        times += _time_entry(
-                            max_ts, max_ts_offset, base_offset, time_entries, last_time_offset
-                        )
-                        time_entries += 1
-                        last_time = max_ts
-                        last_time_offset = max_ts_offset
-                    last_indexed = valid
-        finally:
-            self.offset_entries = offset_entries
-            self.time_entries = time_entries
-            self.last_entry_offset = last_entry_offset
-            self.last_time = last_time
-            self.last_time_offset = last_time_offset
-            self.max_ts = max_ts
-            self.max_ts_offset = max_ts_offset
-            self.last_indexed = last_indexed
+        if self.offset_entries >= self.max_offset_entries:
+            raise IndexFullError(
+                f"Attempt to append to a full index (size = {self.offset_entries})."
+            )
+        if self.offset_entries and last <= self.last_entry_offset:
+            raise InvalidOffsetError(
+                f"Attempt to append an offset {last} to position {self.offset_entries} no "
+                f"larger than the last offset appended ({self.last_entry_offset})"
+            )
+        relative = last - base_offset  # AbstractIndex.relativeOffset
+        if not 0 <= relative <= INT32_MAX:
+            raise _overflow(last, base_offset)
+        self.offsets += offset_index.encode_entry(relative, valid)
+        self.offset_entries += 1
+        self.last_entry_offset = last
+        if self.time_entries >= self.max_time_entries:
+            raise IndexFullError(
+                f"Attempt to append to a full time index (size = {self.time_entries})."
+            )
+        if self.max_ts > self.last_time:
+            self.times += _time_entry(
+                self.max_ts, self.max_ts_offset, base_offset, self.time_entries,
+                self.last_time_offset,
+            )  # fmt: skip
+            self.time_entries += 1
+            self.last_time = self.max_ts
+            self.last_time_offset = self.max_ts_offset
+        self.last_indexed = valid
 
     def result(self) -> tuple[bytes, bytes]:
         """The two files' bytes, with the final "largest timestamp" entry (skipFullCheck: it may
         take the slot kept free); more may be added after."""
-        self._drain()
+        self.flush()
         times = self.times
         if self.max_ts > self.last_time:
             times = times + _time_entry(

@@ -5,9 +5,10 @@ Mutations (append, roll, flush, retention, truncation, close) hold one lock, as 
 (copy-on-write; Kafka uses a concurrent skip list to the same end), and a reader pins the segment it
 reads, so a segment whose delete delay runs out while it is being read is closed only afterwards.
 
-Loading (`Log.open`) trusts the files as a broker does after a clean shutdown: it does not recover.
-A directory that needs recovery (a torn active segment, `.swap` leftovers) is refused with
-`LogNotCleanError`, which says to run `logrepair repair`.
+Loading (`Log.open`, the steps in `log_loader`) trusts the files as a broker does after a clean
+shutdown: it does not recover. A directory that needs recovery (a torn active segment, `.swap`
+leftovers) is refused with `LogNotCleanError`, which says to run `logrepair repair`. What an append
+is checked against before it is written is `log_append`'s.
 """
 
 from __future__ import annotations
@@ -15,8 +16,7 @@ from __future__ import annotations
 import bisect
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from typing import NamedTuple
+from collections.abc import Iterable, Sequence
 
 from ..format.batch import (
     ControlType,
@@ -26,13 +26,19 @@ from ..format.batch import (
     build_batch,
     build_end_txn_marker,
 )
-from ..format.errors import Defect, FormatError
-from ..format.walker import Walker
-from . import layout
+from . import layout, log_reads, log_retention
 from .clock import Clock, SystemClock
 from .disk import Disk, join, parent_of
 from .leader_epoch import EpochEntry, write_leader_epochs
 from .leader_epoch_cache import LeaderEpochCache
+from .log_append import (
+    AppendInfo,
+    ProducerRecord,
+    analyze,
+    assign_epochs,
+    follower_batches,
+    producer_appends,
+)
 from .log_config import INT_MAX, LogConfig
 from .log_errors import (
     InvalidRecordsError,
@@ -43,69 +49,23 @@ from .log_errors import (
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
 )
-from .log_loader import (
-    load_file_names,
-    load_producer_state,
-    open_segment,
-    read_epoch_checkpoint,
-    snapshot_offsets,
+from .log_loader import load_file_names, load_log, load_producer_state, snapshot_offsets
+from .log_reads import (
+    EARLIEST_TIMESTAMP,
+    LATEST_TIMESTAMP,
+    MAX_TIMESTAMP,
+    FetchResult,
+    LogEnd,
+    segment_list,
 )
 from .producer_snapshot import write_snapshot
-from .producer_state import ProducerState, ProducerStateError
+from .producer_state import ProducerState
 from .scheduler import Scheduler
 from .segment import CorruptSegmentError, RollParams, Segment
-from .time_index import NO_TIMESTAMP, TimestampOffset
+from .time_index import TimestampOffset
 from .txn_index import AbortedTxn
 
 log = logging.getLogger(__name__)
-
-EARLIEST_TIMESTAMP = -2
-LATEST_TIMESTAMP = -1
-MAX_TIMESTAMP = -3
-
-
-class ProducerRecord(NamedTuple):
-    """A record to append as the leader; `timestamp=None` means now."""
-
-    key: bytes | None
-    value: bytes | None
-    timestamp: int | None = None
-    headers: tuple[tuple[str, bytes | None], ...] = ()
-
-
-class AppendInfo(NamedTuple):
-    first_offset: int
-    last_offset: int
-    max_timestamp: int
-    offset_of_max_timestamp: int
-    size: int
-
-
-class FetchResult(NamedTuple):
-    """Whole batches read from one segment; `data` is empty at the log end."""
-
-    offset: int
-    segment_base_offset: int | None
-    position: int | None
-    data: bytes
-
-
-class _LogEnd(NamedTuple):
-    """Kafka's `nextOffsetMetadata`, captured by readers in one read."""
-
-    offset: int
-    segment_base_offset: int
-    position: int
-
-
-class _SegmentList(NamedTuple):
-    segments: tuple[Segment, ...]
-    bases: tuple[int, ...]
-
-
-def _segment_list(segments: Iterable[Segment]) -> _SegmentList:
-    ordered = tuple(sorted(segments, key=lambda s: s.base_offset))
-    return _SegmentList(ordered, tuple(s.base_offset for s in ordered))
 
 
 class Log:
@@ -136,9 +96,9 @@ class Log:
         self.clock = clock
         self.scheduler = scheduler
         self._lock = threading.RLock()
-        self._list = _segment_list(segments)
+        self._list = segment_list(segments)
         active = self._list.segments[-1]
-        self._end = _LogEnd(log_end_offset, active.base_offset, active.size)
+        self._end = LogEnd(log_end_offset, active.base_offset, active.size)
         self._log_start_offset = log_start_offset
         self._recovery_point = recovery_point
         self._high_watermark = high_watermark
@@ -216,51 +176,10 @@ class Log:
         high_watermark: int | None,
     ) -> Log:
         """The body of `open`; every segment it opens goes into `segments` (closed on failure)."""
-        for base in bases:
-            segments.append(open_segment(disk, dir, base, config, clock))
-        if not segments:
-            segments.append(Segment.create(disk, dir, log_start_offset, config, clock))
-            disk.fsync_dir(dir)
-        active = segments[-1]
-        active.resize_indexes(config.segment_index_bytes)
-        leo, end = active.next_offset_and_end()
-        if end != active.size:
-            raise LogNotCleanError(
-                f"{active.log_path} does not end with a whole batch (the last valid one ends "
-                f"at byte {end} of {active.size}); run `logrepair repair` first"
-            )
-        doomed: list[Segment] = []
-        if leo < log_start_offset:
-            # Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd (KAFKA-10101): nothing left is
-            # visible, so the log starts over, empty, at the log start offset.
-            log.warning(
-                "Deleting all segments because logEndOffset (%d) is smaller than logStartOffset "
-                "%d. This could happen if segment files were deleted from the file system.",
-                leo,
-                log_start_offset,
-            )
-            doomed = list(segments)
-            for s in doomed:
-                s.change_file_suffixes("", layout.DELETED_SUFFIX)
-            for offset in snapshots:
-                disk.unlink(join(dir, layout.snapshot_file_name(offset)))
-            snapshots = []
-            segments.append(Segment.create(disk, dir, log_start_offset, config, clock))
-            segments[-1].resize_indexes(config.segment_index_bytes)
-            disk.fsync_dir(dir)
-            leo = log_start_offset
-        live = segments[len(doomed) :]
-        lso = max(log_start_offset, live[0].base_offset)
-        rp = leo if recovery_point is None else min(recovery_point, leo)
-        rp = max(rp, lso)
-        hw = lso if high_watermark is None else min(max(high_watermark, lso), leo)
-        epoch_entries = read_epoch_checkpoint(disk, dir)
-        producer_state, snapshot_offset = load_producer_state(disk, dir, snapshots, lso, leo)
-        if snapshot_offset < 0 and recovery_point is not None:
-            # An unclean start without a snapshot: Kafka's rebuildProducerState replays the log
-            # from its start (only a clean shutdown may skip that), or open transactions and
-            # producer sequences would be forgotten.
-            producer_state = ProducerState(lso)
+        loaded = load_log(
+            disk, dir, config, clock, bases, snapshots, segments,
+            log_start_offset, recovery_point, high_watermark,
+        )  # fmt: skip
         self = cls(
             disk,
             dir,
@@ -268,15 +187,16 @@ class Log:
             config,
             clock,
             scheduler,
-            live,
-            log_start_offset=lso,
-            recovery_point=rp,
-            high_watermark=hw,
-            log_end_offset=leo,
-            epoch_entries=epoch_entries,
-            producer_state=producer_state,
+            loaded.segments,
+            log_start_offset=loaded.log_start_offset,
+            recovery_point=loaded.recovery_point,
+            high_watermark=loaded.high_watermark,
+            log_end_offset=loaded.log_end_offset,
+            epoch_entries=loaded.epoch_entries,
+            producer_state=loaded.producer_state,
         )
-        self._last_snapshot_offset = snapshot_offset
+        self._last_snapshot_offset = loaded.snapshot_offset
+        doomed, leo, producer_state = loaded.doomed, loaded.log_end_offset, loaded.producer_state
         if doomed:
             self._schedule_delete(doomed)
             self.leader_epoch_cache.clear_and_flush()
@@ -337,12 +257,12 @@ class Log:
         )
 
     def _set_segments(self, segments: Iterable[Segment]) -> None:
-        self._list = _segment_list(segments)
+        self._list = segment_list(segments)
         self._update_end(self._end.offset)
 
     def _update_end(self, offset: int) -> None:
         active = self._list.segments[-1]
-        self._end = _LogEnd(offset, active.base_offset, active.size)
+        self._end = LogEnd(offset, active.base_offset, active.size)
         if self._recovery_point > offset:
             self._recovery_point = offset
 
@@ -434,20 +354,7 @@ class Log:
         # The batches are views into the data: immutable bytes keep them valid after the call.
         if not isinstance(data, bytes):
             data = bytes(data)
-        batches: list = []
-        for item in Walker(data, file_size=len(data)):
-            if isinstance(item, Defect):
-                if item.kind == "torn_tail" and batches:
-                    break
-                raise InvalidRecordsError(
-                    f"Invalid records in append to {self.topic_partition} at byte "
-                    f"{item.position}: {item.kind}: {item.detail}"
-                )
-            batches.append(item)
-        if not batches:
-            raise InvalidRecordsError(f"no whole batch in append to {self.topic_partition}")
-        end = batches[-1].position + batches[-1].size
-        valid = data if end == len(data) else data[:end]
+        batches, valid = follower_batches(data, self.topic_partition)
         with self._mutating(
             f"Error while appending records to {self.topic_partition} in dir {self.dir}"
         ):
@@ -466,6 +373,8 @@ class Log:
             return self._append(batches, valid, leader=False)
 
     def _append(self, batches: list, data: bytes, *, leader: bool) -> AppendInfo:
+        """Kafka's `UnifiedLog.append` after the records are built: analyze, producer state,
+        epochs, roll, write, then the log end and the transaction index."""
         config = self.config
         if len(data) > config.segment_bytes:
             raise RecordTooLargeError(
@@ -474,47 +383,13 @@ class Log:
                 f"{config.segment_bytes}."
             )
         limit = config.max_message_bytes if leader else None
-        first = batches[0]
-        first_offset = first.base_offset if first.magic >= 2 else None
-        last_offset = batches[-1].last_offset
-        max_ts, ts_offset = NO_TIMESTAMP, last_offset
-        with_producer = False
-        for b in batches:
-            if limit is not None and b.size > limit:
-                raise RecordTooLargeError(
-                    f"The record batch size {b.size} bytes in the append to "
-                    f"{self.topic_partition} exceeds the maximum configured value ({limit} bytes)."
-                )
-            ts = b.max_timestamp
-            if ts is not None and ts > max_ts:
-                max_ts, ts_offset = ts, b.last_offset
-            if b.magic >= 2 and b.producer_id >= 0:
-                with_producer = True
-        aborted = []
+        info = analyze(batches, limit, self.topic_partition)
+        first_offset, last_offset, max_ts, ts_offset, with_producer = info
         if with_producer:
-            state = ProducerState(self._producer_state.map_end_offset, self._producer_state.entries)
-            try:
-                for b in batches:
-                    txn = state.append_batch(b)
-                    if txn is not None:
-                        aborted.append(txn)
-            except (ProducerStateError, FormatError) as e:
-                raise InvalidRecordsError(
-                    f"Invalid append to {self.topic_partition}: {e}"
-                ) from None
+            state, aborted = producer_appends(self._producer_state, batches, self.topic_partition)
         else:
-            state = self._producer_state
-        cache = self.leader_epoch_cache
-        for b in batches:
-            if b.magic >= 2:
-                if b.partition_leader_epoch >= 0:
-                    cache.assign(b.partition_leader_epoch, b.base_offset)
-            elif cache.latest is not None:
-                log.warning(
-                    "Clearing leader epoch cache after unexpected append with message format v%d",
-                    b.magic,
-                )
-                cache.clear_and_flush()
+            state, aborted = self._producer_state, []
+        assign_epochs(self.leader_epoch_cache, batches)
         segment = self._maybe_roll(len(data), max_ts, last_offset, first_offset)
         segment.append(last_offset, max_ts, ts_offset, data)
         # The log end moves before the txn index is written (KAFKA-7866).
@@ -526,7 +401,7 @@ class Log:
         if self._end.offset - self._recovery_point >= config.flush_messages:
             self._flush(self._end.offset, inclusive=False)
         return AppendInfo(
-            first_offset if first_offset is not None else first.last_offset,
+            first_offset if first_offset is not None else batches[0].last_offset,
             last_offset,
             max_ts,
             ts_offset,
@@ -694,26 +569,16 @@ class Log:
 
     def _delete_log_start_offset_breached(self) -> int:
         lso = self._log_start_offset
-
-        def breached(segment: Segment, next_segment: Segment | None) -> bool:
-            return next_segment is not None and next_segment.base_offset <= lso
-
-        return self._delete_old(breached, f"Deleting segments due to log start offset {lso} breach")
+        return self._delete_old(
+            log_retention.log_start_offset_breach(lso),
+            f"Deleting segments due to log start offset {lso} breach",
+        )
 
     def _delete_retention_size_breached(self) -> int:
         limit = self.config.retention_bytes
-        size = self.size
-        if limit < 0 or size < limit:
+        breached = log_retention.retention_size_breach(limit, self.size)
+        if breached is None:
             return 0
-        diff = size - limit
-
-        def breached(segment: Segment, next_segment: Segment | None) -> bool:
-            nonlocal diff
-            if diff - segment.size >= 0:
-                diff -= segment.size
-                return True
-            return False
-
         return self._delete_old(
             breached, f"Deleting segments due to log retention size {limit} breach"
         )
@@ -722,17 +587,15 @@ class Log:
         limit = self.config.retention_ms
         if limit < 0:
             return 0
-        now = self.clock.milliseconds()
-
-        def breached(segment: Segment, next_segment: Segment | None) -> bool:
-            return now - segment.largest_timestamp > limit
-
         return self._delete_old(
-            breached, f"Deleting segments due to log retention time {limit}ms breach"
+            log_retention.retention_ms_breach(limit, self.clock.milliseconds()),
+            f"Deleting segments due to log retention time {limit}ms breach",
         )
 
-    def _delete_old(self, predicate: Callable[[Segment, Segment | None], bool], reason: str) -> int:
-        deletable = self._deletable_segments(predicate)
+    def _delete_old(self, predicate: log_retention.Breach, reason: str) -> int:
+        deletable = log_retention.deletable_segments(
+            self._list.segments, predicate, self._high_watermark, self._end.offset
+        )
         if not deletable:
             return 0
         if len(deletable) == len(self._list.segments):
@@ -743,22 +606,6 @@ class Log:
         log.info("%s: %s", reason, deletable)
         self._remove_and_delete_segments(deletable)
         return len(deletable)
-
-    def _deletable_segments(
-        self, predicate: Callable[[Segment, Segment | None], bool]
-    ) -> list[Segment]:
-        segments = self._list.segments
-        hw = self._high_watermark
-        out: list[Segment] = []
-        for i, segment in enumerate(segments):
-            next_segment = segments[i + 1] if i + 1 < len(segments) else None
-            upper = next_segment.base_offset if next_segment is not None else self._end.offset
-            last_and_empty = next_segment is None and segment.size == 0
-            if hw >= upper and not last_and_empty and predicate(segment, next_segment):
-                out.append(segment)
-            else:
-                break
-        return out
 
     def increment_log_start_offset(
         self, offset: int, reason: str = "client delete records request"
@@ -949,74 +796,29 @@ class Log:
         """Whole batches from the one holding `offset`, up to `max_bytes` (at least one batch when
         `min_one_message`). Lock-free: never sees a closed file, never bytes past the log end it
         captured first."""
-        end = self._end
-        lso = self._log_start_offset
-        if offset == end.offset:
-            return FetchResult(offset, None, None, b"")
-        if offset < lso or offset > end.offset:
-            raise OffsetOutOfRangeError(
-                f"Received request for offset {offset} for partition {self.topic_partition}, but "
-                f"we only have log segments in the range {lso} to {end.offset}."
-            )
-        while True:
-            segments, bases = self._list
-            i = max(0, bisect.bisect_right(bases, offset) - 1)
-            retry = False
-            while i < len(segments):
-                segment = segments[i]
-                if not segment.pin():
-                    retry = True
-                    break
-                try:
-                    max_position = (
-                        end.position if segment.base_offset == end.segment_base_offset else None
-                    )
-                    found = segment.read(offset, max_bytes, max_position, min_one_message)
-                finally:
-                    segment.unpin()
-                if found is not None:
-                    return FetchResult(
-                        offset, found.segment_base_offset, found.position, found.data
-                    )
-                i += 1
-            if not retry:
-                return FetchResult(offset, None, None, b"")
+        return log_reads.read(
+            lambda: self._list,
+            self._end,
+            self._log_start_offset,
+            self.topic_partition,
+            offset,
+            max_bytes,
+            min_one_message,
+        )
 
     def offset_for_timestamp(self, timestamp: int) -> TimestampOffset | None:
         """Kafka's `fetchOffsetByTimestamp`: the first record with a timestamp ≥ `timestamp`;
         -2 (earliest) gives the log start, -1 (latest) the log end, -3 the max timestamp."""
-        if timestamp == EARLIEST_TIMESTAMP:
-            return TimestampOffset(NO_TIMESTAMP, self._log_start_offset)
-        if timestamp == LATEST_TIMESTAMP:
-            return TimestampOffset(NO_TIMESTAMP, self._end.offset)
-        segments = self._list.segments
-        if timestamp == MAX_TIMESTAMP:
-            best = max((s.max_timestamp_so_far for s in segments), key=lambda t: t.timestamp)
-            return best if best.timestamp >= 0 else None
-        if timestamp < 0:
-            raise ValueError(f"invalid target timestamp {timestamp}")
-        for segment in segments:
-            if segment.largest_timestamp >= timestamp:
-                return segment.find_offset_by_timestamp(timestamp, self._log_start_offset)
-        return None
+        return log_reads.offset_for_timestamp(
+            self._list.segments, self._log_start_offset, self._end.offset, timestamp
+        )
 
     def collect_aborted_transactions(
         self, start_offset: int, upper_bound_offset: int
     ) -> list[AbortedTxn]:
         """The aborted transactions overlapping [start, upper bound), as Kafka's fetch collects
-        them: from the segment holding `start_offset` on, through later segments too (an abort
-        is indexed in the segment of its marker, which may lie past the upper bound), until an
-        entry whose last stable offset reaches the upper bound says the search is complete."""
-        segments, bases = self._list
-        first = max(0, bisect.bisect_right(bases, start_offset) - 1)
-        out = []
-        for segment in segments[first:]:
-            for txn in segment.txn_index.iter_entries():
-                if txn.last_offset >= start_offset and txn.first_offset < upper_bound_offset:
-                    out.append(txn)
-                if txn.last_stable_offset >= upper_bound_offset:
-                    return out
-        return out
+        them (see `log_reads.collect_aborted_transactions`)."""
+        return log_reads.collect_aborted_transactions(self._list, start_offset, upper_bound_offset)
 
     # --- close -----------------------------------------------------------------------------------
 
@@ -1095,6 +897,9 @@ class _Mutation:
 
 
 __all__ = [
+    "EARLIEST_TIMESTAMP",
+    "LATEST_TIMESTAMP",
+    "MAX_TIMESTAMP",
     "AppendInfo",
     "FetchResult",
     "InvalidRecordsError",

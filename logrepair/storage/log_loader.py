@@ -8,6 +8,7 @@ damaged directory is `logrepair.recovery`'s job; these functions refuse one with
 from __future__ import annotations
 
 import logging
+from typing import NamedTuple
 
 from . import layout
 from .abstract_index import IndexFileError
@@ -124,3 +125,81 @@ def load_producer_state(
             continue
         return ProducerState(offset, tuple(entries)), offset
     return ProducerState(max(log_end_offset, log_start_offset)), -1
+
+
+class LoadedLog(NamedTuple):
+    """What loading found (Kafka's `LoadedLogOffsets` and the state beside it)."""
+
+    segments: list[Segment]  # the live ones, oldest first
+    doomed: list[Segment]  # renamed `.deleted`, for the log to delete after its delay
+    log_start_offset: int
+    recovery_point: int
+    high_watermark: int
+    log_end_offset: int
+    epoch_entries: list[EpochEntry]
+    producer_state: ProducerState
+    snapshot_offset: int  # the snapshot producer state came from, -1 for none
+
+
+def load_log(
+    disk: Disk,
+    dir: str,
+    config: LogConfig,
+    clock: Clock,
+    bases: list[int],
+    snapshots: list[int],
+    segments: list[Segment],
+    log_start_offset: int,
+    recovery_point: int | None,
+    high_watermark: int | None,
+) -> LoadedLog:
+    """The segments named by `bases` opened (each goes into `segments`, for the caller to close on
+    failure), the active one checked to end with a whole batch, the offsets settled, the
+    leader-epoch checkpoint read and producer state loaded; an empty directory gets one segment.
+    """
+    for base in bases:
+        segments.append(open_segment(disk, dir, base, config, clock))
+    if not segments:
+        segments.append(Segment.create(disk, dir, log_start_offset, config, clock))
+        disk.fsync_dir(dir)
+    active = segments[-1]
+    active.resize_indexes(config.segment_index_bytes)
+    leo, end = active.next_offset_and_end()
+    if end != active.size:
+        raise LogNotCleanError(
+            f"{active.log_path} does not end with a whole batch (the last valid one ends "
+            f"at byte {end} of {active.size}); run `logrepair repair` first"
+        )
+    doomed: list[Segment] = []
+    if leo < log_start_offset:
+        # Kafka's deleteSegmentsIfLogStartGreaterThanLogEnd (KAFKA-10101): nothing left is
+        # visible, so the log starts over, empty, at the log start offset.
+        log.warning(
+            "Deleting all segments because logEndOffset (%d) is smaller than logStartOffset "
+            "%d. This could happen if segment files were deleted from the file system.",
+            leo,
+            log_start_offset,
+        )
+        doomed = list(segments)
+        for s in doomed:
+            s.change_file_suffixes("", layout.DELETED_SUFFIX)
+        for offset in snapshots:
+            disk.unlink(join(dir, layout.snapshot_file_name(offset)))
+        snapshots = []
+        segments.append(Segment.create(disk, dir, log_start_offset, config, clock))
+        segments[-1].resize_indexes(config.segment_index_bytes)
+        disk.fsync_dir(dir)
+        leo = log_start_offset
+    live = segments[len(doomed) :]
+    lso = max(log_start_offset, live[0].base_offset)
+    rp = leo if recovery_point is None else min(recovery_point, leo)
+    rp = max(rp, lso)
+    hw = lso if high_watermark is None else min(max(high_watermark, lso), leo)
+    epoch_entries = read_epoch_checkpoint(disk, dir)
+    producer_state, snapshot_offset = load_producer_state(disk, dir, snapshots, lso, leo)
+    if snapshot_offset < 0 and recovery_point is not None:
+        # An unclean start without a snapshot: Kafka's rebuildProducerState replays the log
+        # from its start (only a clean shutdown may skip that), or open transactions and
+        # producer sequences would be forgotten.
+        producer_state = ProducerState(lso)
+    return LoadedLog(live, doomed, lso, rp, hw, leo, epoch_entries, producer_state, snapshot_offset)

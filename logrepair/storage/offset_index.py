@@ -61,7 +61,7 @@ class OffsetIndex(AbstractIndex[OffsetPosition]):
                 f"Attempt to append an offset {offset} to position {self._entries} no larger than "
                 f"the last offset appended ({self._last_offset}) to {self.path}"
             )
-        self._write_next(self.relative_offset(offset), position)
+        self._write_next(OffsetPosition(offset, position), self.relative_offset(offset), position)
 
     def lookup(self, target_offset: int) -> OffsetPosition:
         """The largest entry with offset ≤ target, else `(base_offset, 0)`."""
@@ -92,6 +92,9 @@ class OffsetIndex(AbstractIndex[OffsetPosition]):
 
     def _after_entries_changed(self) -> None:
         self._last_offset = self.last_entry().offset
+
+    def _appended(self, entry: OffsetPosition) -> None:
+        self._last_offset = entry.offset
 
     def _key(self, entry: OffsetPosition) -> int:
         return entry.offset

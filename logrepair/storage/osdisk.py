@@ -13,7 +13,7 @@ import os
 import stat
 import struct
 import threading
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 
 from .disk import Disk, DiskFile, LockHeld, parent_of
 
@@ -23,6 +23,8 @@ _FLOCK = "hhqqi4x"
 # Reads larger than this are split: os.pread allocates the whole length up front.
 _MAX_READ_CHUNK = 1 << 26
 _UNCLAMPED_READ = 1 << 20
+_WILLNEED = getattr(os, "POSIX_FADV_WILLNEED", None)  # (not on macOS)
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)  # (Linux only)
 
 
 @contextmanager
@@ -74,6 +76,22 @@ class OsFile(DiskFile):
                     break
                 total += n
         return total
+
+    def will_read(self, position: int, length: int) -> None:
+        # POSIX_FADV_WILLNEED starts the reads and returns: the pages arrive while the scan
+        # checks the window before them (where the call is missing, the kernel's readahead). It
+        # walks every page even when all are cached, so a cached last byte (a read that must not
+        # wait, RWF_NOWAIT) skips it: a warm scan pays one small read a window, not the walk.
+        if _WILLNEED is None or length <= 0 or position < 0:
+            return
+        with suppress(OSError):
+            if _NOWAIT is not None:
+                try:
+                    if os.preadv(self._fd, [bytearray(1)], position + length - 1, _NOWAIT):
+                        return
+                except BlockingIOError:
+                    pass
+            os.posix_fadvise(self._fd, position, length, _WILLNEED)
 
     def write_at(self, position: int, data) -> None:
         _check_position(position, self.path)

@@ -21,10 +21,13 @@ from collections.abc import Iterator
 
 from ..format.batch import RecordBatch
 from ..format.errors import Defect
-from ..format.walker import Walker
-from .disk import Disk
+from ..format.walker import QuietRuns, Walker
+from .disk import Disk, DiskFile
 
 DEFAULT_WINDOW_SIZE = 8 << 20
+# Windows asked for ahead of the one being checked (`DiskFile.will_read`): a cold read of one window
+# takes longer than checking it, so two keep the device busy while the scan checks.
+READ_AHEAD_WINDOWS = 2
 
 # The largest batch a scan reads into memory; one that claims more is a `bad_length` defect. Kafka's
 # own file scan has no maximum, so a junk length field would otherwise make a scan allocate and read
@@ -42,7 +45,9 @@ class LogScan:
 
     After the iteration, `batches` counts the valid batches, `position` is where the walk ended
     (the end of the scanned range when every byte was accounted for) and `expected_offset` is the
-    offset the next batch would have had."""
+    offset the next batch would have had.
+
+    `quiet_runs` goes to the walker: batches it takes are counted, not yielded."""
 
     def __init__(
         self,
@@ -58,6 +63,7 @@ class LogScan:
         max_batch_size: int | None = DEFAULT_MAX_BATCH_SIZE,
         deep: bool = False,
         max_output: int | None = None,
+        quiet_runs: QuietRuns | None = None,
     ) -> None:
         if window_size < 1:
             raise ValueError(f"window_size must be positive: {window_size}")
@@ -78,6 +84,7 @@ class LogScan:
             "deep": deep,
             "max_output": max_output,
             "carry_damage": resync,
+            "quiet_runs": quiet_runs,
         }
 
     def __iter__(self) -> Iterator[RecordBatch | Defect]:
@@ -93,8 +100,10 @@ class LogScan:
             buf = bytearray(min(self.window_size, max(0, file_size - self.position)))
             want = len(buf)
             open_damage: Defect | None = None
+            hinted = self.position  # the reads asked for ahead of the scan reach here
             while self.position < file_size:
                 want = min(want, file_size - self.position)
+                hinted = self._read_ahead(f, self.position + want, hinted, file_size)
                 got = f.read_into(self.position, memoryview(buf)[:want])
                 if got < want:  # the file shrank under the scan: what is gone is its end
                     file_size = self.file_size = self.position + got
@@ -118,6 +127,19 @@ class LogScan:
                 if want > len(buf):
                     del walker, buf  # the old buffer goes before the new one comes
                     buf = bytearray(want)
+
+    def _read_ahead(self, f: DiskFile, start: int, hinted: int, file_size: int) -> int:
+        """Asks the Disk to start reading the `READ_AHEAD_WINDOWS` windows after the one about to
+        be read (those not asked for yet), so that reading overlaps checking on a cold cache;
+        returns how far the scan has asked. A file of one window asks nothing."""
+        if start >= file_size:
+            return hinted
+        end = min(start + READ_AHEAD_WINDOWS * self.window_size, file_size)
+        start = max(start, hinted)
+        if end > start:
+            f.will_read(start, end - start)
+            return end
+        return hinted
 
     def _next_window(self, walker: Walker, start: int, got: int, file_size: int) -> int:
         """How many bytes the next window reads: a window, or more for one big batch.

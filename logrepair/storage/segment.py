@@ -21,7 +21,7 @@ from ..format.errors import Defect
 from . import layout
 from .clock import Clock
 from .disk import Disk, DiskFile, join
-from .index_builder import IndexPoint, recovery_index_bytes
+from .index_builder import RecoveryIndex
 from .log_config import INT_MAX, LogConfig
 from .offset_index import OffsetIndex
 from .scan import LogScan
@@ -460,28 +460,24 @@ class Segment:
         The entries are built in memory and each file written once: appending entry by entry
         through the Disk costs a few system calls per batch."""
         defect: Defect | None = None
-
-        def valid_prefix() -> Iterator[IndexPoint]:
-            nonlocal defect
-            base = self.base_offset
-            for item in LogScan(self.disk, self.log_path):
-                if isinstance(item, Defect):
-                    defect = item
-                    return
-                last = item.last_offset
-                # Kafka's ensureOffsetInRange: an overflow splits the segment, it is no defect.
-                if not 0 <= last - base <= INT_MAX:
-                    raise SegmentOffsetOverflowError(
-                        f"Detected offset overflow at offset {last} in segment {base}"
-                    )
-                yield item.position, last, item.max_timestamp
-
-        index_bytes, time_bytes = recovery_index_bytes(
-            valid_prefix(),
-            self.base_offset,
-            self.config.index_interval_bytes,
-            self.config.segment_index_bytes,
+        base = self.base_offset
+        rebuilt = RecoveryIndex(
+            base, self.config.index_interval_bytes, self.config.segment_index_bytes
         )
+        # Runs of batches that need nothing more are added in one call (`take_run`); the scan
+        # yields the rest, one at a time.
+        for item in LogScan(self.disk, self.log_path, quiet_runs=rebuilt.take_run):
+            if isinstance(item, Defect):
+                defect = item
+                break
+            last = item.last_offset
+            # Kafka's ensureOffsetInRange: an overflow splits the segment, it is no defect.
+            if not 0 <= last - base <= INT_MAX:
+                raise SegmentOffsetOverflowError(
+                    f"Detected offset overflow at offset {last} in segment {base}"
+                )
+            rebuilt.add(item.position, last, item.max_timestamp)
+        index_bytes, time_bytes = rebuilt.result()
         for index in (self._offset_index, self._time_index):
             if index is not None:
                 index.close()

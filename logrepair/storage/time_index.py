@@ -80,7 +80,9 @@ class TimeIndex(AbstractIndex[TimestampOffset]):
                 raise IndexFullError(
                     f"No slot left in time index {self.path} (size = {self._entries})."
                 )
-            self._write_next(timestamp, self.relative_offset(offset))
+            self._write_next(
+                TimestampOffset(timestamp, offset), timestamp, self.relative_offset(offset)
+            )
 
     def lookup(self, target_timestamp: int) -> TimestampOffset:
         """The largest entry with timestamp ≤ target, else `(-1, base_offset)`."""
@@ -118,6 +120,9 @@ class TimeIndex(AbstractIndex[TimestampOffset]):
             if self._entries == 0
             else self._parse(self._entries - 1)
         )
+
+    def _appended(self, entry: TimestampOffset) -> None:
+        self._last_entry = entry
 
     def _key(self, entry: TimestampOffset) -> int:
         return entry.timestamp

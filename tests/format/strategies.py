@@ -92,12 +92,18 @@ def batch_specs(draw, base_offset: int | None = None, codecs=(0,), kinds=KINDS):
 
 
 @st.composite
-def segments(draw, min_batches: int = 1, max_batches: int = 6, codecs=(0,)):
-    """(segment bytes, specs): batches whose offsets continue, as in one `.log` file."""
+def segments(
+    draw, min_batches: int = 1, max_batches: int = 6, codecs=(0,), same_epoch: bool = False
+):
+    """(segment bytes, specs): batches whose offsets continue, as in one `.log` file; with
+    `same_epoch`, mostly of one leader epoch, as one leader writes them."""
     offset = draw(st.integers(min_value=0, max_value=2**40))
+    epoch = draw(st.integers(min_value=-1, max_value=3))
     specs = []
     for _ in range(draw(st.integers(min_value=min_batches, max_value=max_batches))):
         spec = draw(batch_specs(offset, codecs=codecs))
+        if same_epoch and draw(st.integers(0, 9)):
+            spec.kwargs["partition_leader_epoch"] = epoch
         specs.append(spec)
         offset = spec.last_offset + 1 + draw(st.integers(min_value=0, max_value=3))
     return b"".join(s.build() for s in specs), specs

@@ -120,6 +120,38 @@ def swap_of_a_compaction(pdir: Path) -> int:
     return 0
 
 
+def _swap(pdir: Path, name: str, content: bytes) -> None:
+    (pdir / (name + layout.SWAP_SUFFIX)).write_bytes(content)
+
+
+def index_swaps_renamed_in(pdir: Path) -> int:
+    """Swaps of indexes, their segments' logs already renamed in (seed 500 case 1235): Kafka
+    4.1.1 renames each over its index before loading; below the recovery point it keeps the
+    swap's bytes, above it recovers the segment and rewrites them; one without a log is an
+    orphan it deletes."""
+    for base in (0, 10, 20, 30):
+        write_segment(pdir, base, batches(base, 10), interval=INTERVAL)
+    _swap(pdir, layout.index_file_name(10), b"")  # over an index of 10 entries
+    timeindex = pdir / layout.time_index_file_name(10)
+    _swap(pdir, timeindex.name, timeindex.read_bytes()[:12])
+    timeindex.unlink()
+    _swap(pdir, layout.time_index_file_name(0), bytes(24))  # zeros, never checked below it
+    _swap(pdir, layout.index_file_name(30), b"\x07" * 16)  # garbage, rewritten by recovery
+    _swap(pdir, layout.index_file_name(40), bytes(8))  # no segment 40
+    return 25
+
+
+def index_swaps_of_an_unfinished_split(pdir: Path) -> int:
+    """Index swaps at or above the lowest `.cleaned` file are discarded, not renamed."""
+    for base in (0, 10, 20):
+        write_segment(pdir, base, batches(base, 10), interval=INTERVAL)
+    (pdir / (layout.log_file_name(10) + ".cleaned")).write_bytes(b"")
+    _swap(pdir, layout.time_index_file_name(0), bytes(12))
+    _swap(pdir, layout.index_file_name(10), b"")
+    _swap(pdir, layout.time_index_file_name(20), b"")
+    return 30
+
+
 def timestamps_going_back(pdir: Path) -> int:
     data = [batch(i, ts=T0 + (1000 if i % 3 == 0 else i)) for i in range(12)]
     write_segment(pdir, 0, data, interval=INTERVAL)
@@ -169,6 +201,8 @@ BUILDERS: list[Callable[[Path], int]] = [
     garbage_after_the_last_batch,
     swap_and_cleaned_leftovers,
     swap_of_a_compaction,
+    index_swaps_renamed_in,
+    index_swaps_of_an_unfinished_split,
     timestamps_going_back,
     crc_valid_batch_whose_records_do_not_parse,
     base_offset_going_back_in_recovery,

@@ -29,6 +29,7 @@ from .builders import (
     append_bytes,
     batch,
     batches,
+    flip_byte,
     log_with_records,
     segment_files,
     write_offsets,
@@ -256,6 +257,33 @@ def test_recovery_after_crash_during_split_phase(log_dir, phase):
                 (pdir / layout.index_file_name(MAX)).unlink()
     repair_checked(log_dir, "kafka")
     _assert_split_recovered(log_dir, pdir, original)
+
+
+@pytest.mark.parametrize("old_index", [None, b"\x01" * 8])
+def test_index_swaps_renamed_in_beside_their_segment(log_dir, old_index):
+    """A crash while `replaceSegments` renamed a swap's files back (its `.log` done, its indexes
+    still `.swap`): Kafka 4.1.1 renames the indexes' swaps in too (over what is there), so the
+    segment loads with its offset index and, below the recovery point, is not recovered: its
+    rotted batch stays (reported), where deleting the swaps would recover it at load and cut it.
+    (`repair_checked` also undoes the repair: a replaced index comes back.)"""
+    pdir = log_dir / "t-0"
+    for base, n in ((0, 10), (10, 5), (20, 3)):
+        write_segment(pdir, base, batches(base, n))
+    index, timeindex = pdir / layout.index_file_name(10), pdir / layout.time_index_file_name(10)
+    swapped = timeindex.read_bytes()
+    for f in (index, timeindex):
+        f.rename(str(f) + layout.SWAP_SUFFIX)
+    if old_index is not None:
+        index.write_bytes(old_index)
+    flip_byte(pdir / layout.log_file_name(10), 2 * BATCH_SIZE + 30)
+    rp(log_dir, 20)
+    log = (pdir / layout.log_file_name(10)).read_bytes()
+    found = kinds(log_dir)
+    assert "swap_leftover" in found and "index_missing" not in found
+    repair_checked(log_dir, "kafka")
+    assert (pdir / layout.log_file_name(10)).read_bytes() == log
+    assert timeindex.read_bytes() == swapped
+    assert not list(pdir.glob("*.swap"))
 
 
 def test_log_recovers_for_leader_epoch(log_dir):

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import struct
+from array import array
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from logrepair.format.batch_runs import index_points
 from logrepair.storage.abstract_index import (
     IndexFileError,
     IndexFullError,
     IndexOffsetOverflowError,
     InvalidOffsetError,
 )
-from logrepair.storage.index_builder import build_indexes
+from logrepair.storage.index_builder import RecoveryIndex, build_indexes
 from tests.storage.index_oracle import B, class_rebuild, spec_rebuild
 
 _TIMESTAMPS = st.one_of(st.just(-1), st.integers(0, 50), st.integers(0, 10**13))
@@ -174,3 +176,41 @@ def test_magic_0_batches_have_no_timestamp() -> None:
 def test_max_index_size_below_a_time_entry_is_refused() -> None:
     with pytest.raises(ValueError, match="Invalid max index size: 11"):
         build_indexes([], 0, max_index_size=11)
+
+
+def _fed(batches: list[B], base: int, interval: int, max_index_size: int, bulk: bool):
+    """The index after feeding `batches` one `_add` at a time, or as points to `add_points`:
+    every field of its state, or the exception and the state it was left in."""
+    index = RecoveryIndex(base, interval, max(max_index_size, 12))
+    points, position = array("q"), 0
+    for b in batches:
+        points.extend((position, b.last_offset, -1 if b.max_timestamp is None else b.max_timestamp))
+        position += b.size
+    error = None
+    try:
+        if bulk:
+            index.add_points(points.tobytes())
+        else:
+            for k in range(0, len(points), 3):
+                index._add(*points[k : k + 3])  # the rule one batch at a time, unbuffered
+    except (IndexFileError, ValueError, struct.error) as e:
+        error = (type(e), str(e))
+    return error, [getattr(index, name) for name in RecoveryIndex.__slots__]
+
+
+@pytest.mark.skipif(index_points is None, reason="the C accelerator is not built (or not active)")
+@given(damaged_segments())
+def test_add_points_in_c_is_add_batch_by_batch(segment) -> None:
+    """C's `index_points` stops before the triple that raises; `add` then raises it, so the two
+    ways end in the same state with the same error."""
+    assert _fed(*segment, bulk=True) == _fed(*segment, bulk=False)
+
+
+def test_more_batches_than_add_buffers_are_the_spec_rule() -> None:
+    """`add` runs its buffered points through the rule a chunk at a time: chunk edges (and a
+    throw in a later chunk) change nothing."""
+    batches = [B(61 + (i * 37) % 500, 3 * i, (i * 7919) % 10_000) for i in range(10_000)]
+    assert build_indexes(batches, 0, 300) == spec_rebuild(batches, 0, 300)
+    batches[9_000] = B(100, 5, 1)  # offsets go back at an index entry past the first chunks
+    with pytest.raises(InvalidOffsetError):
+        build_indexes(batches, 0, 0)

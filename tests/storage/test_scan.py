@@ -263,3 +263,51 @@ def test_a_file_that_shrinks_under_the_scan_ends_where_the_bytes_end(tmp_path) -
     scan = LogScan(_ShrinkingDisk(), write(tmp_path, data), window_size=64)
     assert summary(scan) == summary(Walker(data))
     assert scan.file_size == scan.position == len(data)
+
+
+class _ReadAheadSpy(OsDisk):
+    """The real Disk, noting each read-ahead a scan asks of it."""
+
+    def __init__(self) -> None:
+        self.asked: list[tuple[int, int]] = []
+
+    def open(self, path: str, *, write: bool = False, create: bool = False) -> OsFile:
+        f = super().open(path, write=write, create=create)
+        asked, will_read = self.asked, f.will_read
+
+        def spy(position: int, length: int) -> None:
+            asked.append((position, length))
+            will_read(position, length)
+
+        f.will_read = spy
+        return f
+
+
+def test_a_scan_asks_for_the_windows_ahead_once_each(tmp_path) -> None:
+    """Reading overlaps checking on a cold cache: before each window is read, the scan asks for
+    the two windows after it, each byte once, never past the end; a one-window file asks nothing."""
+    data = make_log([3000] * 40)
+    path = tmp_path / "0.log"
+    path.write_bytes(data)
+    disk = _ReadAheadSpy()
+    window = 16 * 1024
+    found = summary(LogScan(disk, str(path), window_size=window))
+    assert found == summary(Walker(data))
+    asked = disk.asked
+    assert asked[0] == (window, 2 * window)
+    for (p, n), (q, _) in zip(asked, asked[1:], strict=False):
+        assert q == p + n  # contiguous, nothing asked twice
+    assert asked[-1][0] + asked[-1][1] == len(data)
+    disk.asked.clear()
+    summary(LogScan(disk, str(path), window_size=len(data)))
+    assert disk.asked == []
+
+
+def test_will_read_is_only_a_hint(tmp_path) -> None:
+    """Cached or not, inside the file or past its end: nothing changes but the page cache."""
+    path = tmp_path / "f"
+    path.write_bytes(bytes(range(256)) * 64)
+    with OsDisk().open(str(path)) as f:
+        for position, length in ((0, 100), (4096, 8192), (10**9, 4096), (0, 0)):
+            f.will_read(position, length)
+        assert f.read_at(0, 16384) == bytes(range(256)) * 64

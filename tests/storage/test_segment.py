@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from unittest import mock
 
 import pytest
 from hypothesis import given, settings
@@ -11,6 +12,7 @@ from hypothesis import strategies as st
 from logrepair.format.batch import Record, RecordBatch, build_batch
 from logrepair.format.legacy import build_legacy_batch
 from logrepair.storage import layout
+from logrepair.storage import segment as segment_module
 from logrepair.storage.abstract_index import IndexFullError
 from logrepair.storage.clock import ManualClock
 from logrepair.storage.disk import join
@@ -284,6 +286,55 @@ def test_rebuild_writes_the_indexes_of_the_spec_rule(tmp_path_factory, steps, in
     expected = spec_rebuild(headers, BASE, interval)
     assert (tmp_path / layout.index_file_name(BASE)).read_bytes() == expected[0]
     assert (tmp_path / layout.time_index_file_name(BASE)).read_bytes() == expected[1]
+
+
+def _rebuilt(tmp_path, config: LogConfig, quiet: bool):
+    """What a rebuild leaves (the defect it stops at and the two files) or the error it raises."""
+    seg = Segment.open_existing(OsDisk(), str(tmp_path), BASE, config, ManualClock(0))
+    scan = original = segment_module.LogScan
+    if not quiet:
+
+        def scan(*args, quiet_runs=None, **kwargs):
+            return original(*args, **kwargs)
+
+    try:
+        with mock.patch.object(segment_module, "LogScan", scan):
+            defect = seg.rebuild_indexes()
+    except Exception as e:  # noqa: BLE001 - the error is the outcome compared
+        return type(e), str(e)
+    finally:
+        seg.close_handlers()
+    files = [(tmp_path / name(BASE)).read_bytes() for name in INDEX_NAMES]
+    return defect and (defect.kind, defect.position, defect.length), files
+
+
+INDEX_NAMES = (layout.index_file_name, layout.time_index_file_name)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    steps=st.lists(
+        st.tuples(st.sampled_from([1, 1, 1, 0, -2, 2**31]), st.integers(0, 3000)), max_size=30
+    ),
+    interval=st.sampled_from([0, 100, 4096]),
+    index_bytes=st.sampled_from([24, 10 * 1024 * 1024]),
+    flip=st.none() | st.integers(0, 10**6),
+)
+def test_rebuild_in_runs_is_the_rebuild_batch_by_batch(
+    tmp_path_factory, steps, interval, index_bytes, flip
+) -> None:
+    """Offsets that go back or overflow, a full index, a flipped bit: the runs taken at once end
+    where the batch-by-batch rebuild ends, with the same files, defect or error."""
+    tmp_path = tmp_path_factory.mktemp("seg")
+    raw, offset = bytearray(), BASE
+    for step, value_size in steps:
+        offset = max(BASE, offset + step)
+        raw += batch(offset, 1, 1000 + offset % 7, bytes(value_size))
+    if flip is not None and raw:
+        raw[flip % len(raw)] ^= 0x08
+    _write_segment(tmp_path, [bytes(raw)])
+    config = LogConfig(index_interval_bytes=interval, segment_index_bytes=index_bytes)
+    assert _rebuilt(tmp_path, config, quiet=True) == _rebuilt(tmp_path, config, quiet=False)
 
 
 def test_rebuild_of_magic_0_and_1_messages(disk, tmp_path, clock) -> None:

@@ -67,13 +67,23 @@ def start_partition(p: PartitionScan, plan: Plan) -> PartitionPlan:
                     )
                 )
         pp.segs = [s for s in pp.segs if s.log not in pp.deleted]
+    kept_logs = {s.base for s in pp.segs}
     for f in valid_swaps:
         target = f[: -len(layout.SWAP_SUFFIX)]
         offset = layout.offset_from_file_name(f)
         if target.endswith(layout.LOG_SUFFIX) or offset in swap_logs:
             pp.add(Action("rename", p.file(f), "finish the interrupted swap", to=p.file(target)))
+        elif offset in kept_logs and _is_index_swap(f):
+            _rename_index_swap(pp, f, target)
         else:
-            pp.add(Action("delete", p.file(f), "swap index without a swap segment"))
+            pp.add(
+                Action(
+                    "delete",
+                    p.file(f),
+                    "swap index without a segment (Kafka renames it in, then deletes it as an "
+                    "orphaned index)",
+                )
+            )
     for base, scan in sorted(swap_logs.items()):
         name = scan.name[: -len(layout.SWAP_SUFFIX)]
         seg = Seg(scan, name, base, rebuild=True)
@@ -101,3 +111,31 @@ def start_partition(p: PartitionScan, plan: Plan) -> PartitionPlan:
         if layout.classify_partition_file(f).tmp:
             pp.add(Action("delete", p.file(f), "leftover of an interrupted write"))
     return pp
+
+
+def _is_index_swap(name: str) -> bool:
+    fn = layout.classify_partition_file(name)
+    return fn.canonical and fn.kind in (
+        layout.FileKind.INDEX,
+        layout.FileKind.TIME_INDEX,
+        layout.FileKind.TXN_INDEX,
+    )
+
+
+def _rename_index_swap(pp: PartitionPlan, swap: str, target: str) -> None:
+    """Kafka 4.1.1's loader renames every `.swap` file to its name without the suffix (replacing
+    the file there), an index's too, before it opens the segments: the segment then loads with
+    that index (the scan already reads it in its place). A file it replaces goes to quarantine."""
+    p = pp.p
+    if pp.exists(p.file(target)):
+        pp.add(
+            Action("delete", p.file(target), "Kafka renames the interrupted swap's index over it")
+        )
+    pp.add(
+        Action(
+            "rename",
+            p.file(swap),
+            "finish the interrupted swap: Kafka renames an index's swap in beside its segment",
+            to=p.file(target),
+        )
+    )

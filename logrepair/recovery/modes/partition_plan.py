@@ -60,6 +60,8 @@ class PartitionPlan:
     """Where this partition's actions start in `plan.actions`: partitions are planned one after
     another, so what it changed is looked for there, not in the whole log dir's plan."""
     deleted: set[str] = field(default_factory=set)
+    renamed_in: set[str] = field(default_factory=set)
+    """Names a planned rename (a finished swap) brings in."""
     created: list[Seg] = field(default_factory=list)
     data_removed: bool = False
     clear_epochs: bool = False
@@ -106,11 +108,14 @@ class PartitionPlan:
             if action.file in self.deleted:
                 return
             self.deleted.add(action.file)
+        if action.action == "rename" and action.to is not None:
+            self.deleted.discard(action.to)
+            self.renamed_in.add(action.to)
         self.plan.actions.append(action)
 
     def exists(self, rel: str) -> bool:
         name = rel.rpartition("/")[2]
-        return name in self.p.files and rel not in self.deleted
+        return (name in self.p.files or rel in self.renamed_in) and rel not in self.deleted
 
     def delete_segment_files(self, seg: Seg, reason: str) -> None:
         """Moves the files of a segment whose data the plan keeps elsewhere to quarantine."""

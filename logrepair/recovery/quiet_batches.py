@@ -1,0 +1,128 @@
+"""The segment scan's quiet batches: runs of them handed to `format.batch_runs.quiet_run` at once.
+
+Most batches of a healthy segment change nothing in the scan but counters: each reading (strict,
+Kafka's) and each index check says what a batch must satisfy for that to hold (`quiet_limits`),
+`quiet_run` walks the batches that satisfy all of it in one call (in C when the accelerator is
+built), and each reading takes the run at once (`extend`). The first batch that does not satisfy
+it comes back to the walker, which yields it to the scan's loop as before, so findings and state
+are exactly those of the batch-by-batch pass; only the number of Python steps changes.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..format.batch_runs import NONE, quiet_run
+
+if TYPE_CHECKING:
+    from .index_checks import SegmentIndexChecks
+    from .kafka_reading import KafkaReading
+    from .segment_scan import _StrictReading
+
+_NOTHING = (0, 0, 0)
+_EMPTY = b""
+_SPAN = 1 << 20
+"""Bytes of buffer one call walks at most: its points (24 bytes a batch) are then bounded by this
+span, not by the window, so memory does not follow the number of batches in a window."""
+_SAFE_BASE = 2**62
+"""Segments based below this keep every index offset (base + a 31-bit entry) inside int64."""
+
+
+class QuietBatches:
+    """The walker's `quiet_runs` for one segment scan."""
+
+    __slots__ = ("strict", "kafka", "index_checks")
+
+    def __init__(
+        self, strict: _StrictReading, kafka: KafkaReading, index_checks: SegmentIndexChecks
+    ) -> None:
+        self.strict = strict
+        self.kafka = kafka
+        self.index_checks = index_checks
+
+    def __call__(
+        self,
+        buf: memoryview,
+        pos: int,
+        limit: int,
+        file_position: int,
+        max_length: int,
+        floor: int,
+    ) -> tuple[int, int, int]:
+        strict, kafka = self.strict, self.kafka
+        seg = strict.seg
+        limits = strict.quiet_limits()
+        if limits is None or seg.base_offset >= _SAFE_BASE:
+            return _NOTHING
+        floor = max(floor, limits[0])
+        _, max_last, max_size, epoch = limits
+        k_on = kafka.on
+        # The points (position, last offset, max timestamp) of the run go to Kafka's index while
+        # Kafka reads on, else to the index of the strict run after damage (`run_index`), as if
+        # Kafka recovered that run as a segment of its own (which is what salvage makes of it).
+        run = strict.run
+        run_index = None if run is None else strict.run_index  # (the ended run's is closed later)
+        new_run = run is None and file_position + pos > 0
+        if k_on:
+            k_limits = kafka.quiet_limits()
+            if k_limits is None or run_index is not None or new_run:
+                return _NOTHING  # (both would want the points: batch by batch)
+            floor = max(floor, k_limits[0])
+            max_last = min(max_last, k_limits[1])
+            k_state = (True, kafka.bytes, kafka.last_index_pos, kafka.last_index_offset)
+        elif run_index is not None:
+            run_index.flush()
+            last_entry = run_index.last_entry_offset if run_index.offset_entries else None
+            at = file_position + pos - run.start
+            k_state = (True, at, run_index.last_indexed, last_entry)
+        else:
+            k_state = (new_run, 0, 0, None)
+        offsets, times = self.index_checks.offsets, self.index_checks.times
+        if offsets is None:
+            oi = (_EMPTY, 0, 0, 0, NONE)
+        else:
+            prev = offsets.prev_offset
+            n = offsets.n if offsets.problem is None else offsets.i
+            oi = (offsets.raw, offsets.i, n, offsets.base, NONE if prev is None else prev)
+        if times is None:
+            ti = (_EMPTY, 0, 0, 0)
+        else:
+            ti = (times.raw, times.i, times.n if times.problem is None else times.i, times.base)
+        k_indexed, k_bytes, k_pos, k_offset = k_state
+        n, end, first, last, max_ts, txn, oi_i, oi_prev, ti_i, kept, k_pos, k_offset, points = (
+            quiet_run(
+                buf,
+                pos,
+                min(limit, pos + _SPAN),
+                file_position,
+                max_length,
+                floor,
+                max_last,
+                max_size,
+                epoch,
+                *oi,
+                *ti,
+                k_indexed,
+                k_bytes,
+                k_pos,
+                NONE if k_offset is None else k_offset,
+                kafka.interval,
+            )
+        )
+        if not n:
+            return _NOTHING
+        strict.extend(
+            file_position + pos, file_position + end, first, last, max_ts,
+            None if k_on or not k_indexed else points,
+        )  # fmt: skip
+        if k_on:
+            kafka.extend(kept, last, k_pos, None if k_offset == NONE else k_offset, points)
+            if txn:
+                seg.has_txn_batches = True
+                seg.has_txn_markers = seg.has_txn_markers or bool(txn & 2)
+        if offsets is not None:
+            offsets.i = oi_i
+            offsets.prev_offset = None if oi_prev == NONE else oi_prev
+        if times is not None:
+            times.i = ti_i
+        return n, end, last

@@ -1,0 +1,131 @@
+"""What an append is checked against before it reaches a segment, without I/O: Kafka's
+`UnifiedLog.analyzeAndValidateRecords` and `LogAppendInfo`, and the producer-state and leader-epoch
+steps of `UnifiedLog.append`. `Log` runs them in this order under its lock, then writes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from ..format.errors import Defect, FormatError
+from ..format.walker import Walker
+from .layout import TopicPartition
+from .leader_epoch_cache import LeaderEpochCache
+from .log_errors import InvalidRecordsError, RecordTooLargeError
+from .producer_state import ProducerState, ProducerStateError
+from .time_index import NO_TIMESTAMP
+from .txn_index import AbortedTxn
+
+log = logging.getLogger(__name__)
+
+
+class ProducerRecord(NamedTuple):
+    """A record to append as the leader; `timestamp=None` means now."""
+
+    key: bytes | None
+    value: bytes | None
+    timestamp: int | None = None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+class AppendInfo(NamedTuple):
+    first_offset: int
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    size: int
+
+
+class AppendAnalysis(NamedTuple):
+    """What the batches of one append add up to (the first part of Kafka's `LogAppendInfo`)."""
+
+    first_offset: int | None  # None when the first batch is v0/v1 (no base offset in its header)
+    last_offset: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    with_producer: bool  # a v2 batch carries a producer id: producer state must check it
+
+
+def follower_batches(data: bytes, topic_partition: TopicPartition) -> tuple[list, bytes]:
+    """The whole batches of a follower's append and the bytes they span: a partial batch at the
+    end is dropped, as Kafka trims it; anything else invalid is an `InvalidRecordsError`."""
+    batches: list = []
+    for item in Walker(data, file_size=len(data)):
+        if isinstance(item, Defect):
+            if item.kind == "torn_tail" and batches:
+                break
+            raise InvalidRecordsError(
+                f"Invalid records in append to {topic_partition} at byte "
+                f"{item.position}: {item.kind}: {item.detail}"
+            )
+        batches.append(item)
+    if not batches:
+        raise InvalidRecordsError(f"no whole batch in append to {topic_partition}")
+    end = batches[-1].position + batches[-1].size
+    return batches, data if end == len(data) else data[:end]
+
+
+def analyze(
+    batches: Sequence, limit: int | None, topic_partition: TopicPartition
+) -> AppendAnalysis:
+    """Offsets, the largest timestamp and whether producer state is involved; a batch over
+    `limit` bytes (the leader's `max.message.bytes`) is a `RecordTooLargeError`."""
+    first = batches[0]
+    first_offset = first.base_offset if first.magic >= 2 else None
+    last_offset = batches[-1].last_offset
+    max_ts, ts_offset = NO_TIMESTAMP, last_offset
+    with_producer = False
+    for b in batches:
+        if limit is not None and b.size > limit:
+            raise RecordTooLargeError(
+                f"The record batch size {b.size} bytes in the append to "
+                f"{topic_partition} exceeds the maximum configured value ({limit} bytes)."
+            )
+        ts = b.max_timestamp
+        if ts is not None and ts > max_ts:
+            max_ts, ts_offset = ts, b.last_offset
+        if b.magic >= 2 and b.producer_id >= 0:
+            with_producer = True
+    return AppendAnalysis(first_offset, last_offset, max_ts, ts_offset, with_producer)
+
+
+def producer_appends(
+    current: ProducerState, batches: Sequence, topic_partition: TopicPartition
+) -> tuple[ProducerState, list[AbortedTxn]]:
+    """The producer state after the batches, on a copy (the log's is kept if one is refused),
+    and the aborted transactions their markers close."""
+    state = ProducerState(current.map_end_offset, current.entries)
+    aborted = []
+    try:
+        for b in batches:
+            txn = state.append_batch(b)
+            if txn is not None:
+                aborted.append(txn)
+    except (ProducerStateError, FormatError) as e:
+        raise InvalidRecordsError(f"Invalid append to {topic_partition}: {e}") from None
+    return state, aborted
+
+
+def assign_epochs(cache: LeaderEpochCache, batches: Sequence) -> None:
+    """Each v2 batch's partition leader epoch starts at its base offset, if new; a v0/v1 batch
+    clears the cache, as Kafka does.
+
+    Kafka assigns batch by batch. After `assign(e, offset)` the newest entry is epoch e starting
+    at or before `offset`, so a later batch of the same epoch (a higher base offset) changes
+    nothing: only a batch whose epoch differs from the one assigned just before is assigned."""
+    assigned = None
+    for b in batches:
+        if b.magic >= 2:
+            epoch = b.partition_leader_epoch
+            if epoch >= 0 and epoch != assigned:
+                cache.assign(epoch, b.base_offset)
+                assigned = epoch
+        elif cache.latest is not None:
+            log.warning(
+                "Clearing leader epoch cache after unexpected append with message format v%d",
+                b.magic,
+            )
+            cache.clear_and_flush()
+            assigned = None
