@@ -138,6 +138,8 @@ def test_a_notice_is_reported_but_verify_and_audit_stay_clean(tmp_path):
         ["verify", ".", "--topic-config", "no-colon"],
         ["verify", ".", "--index-interval-bytes", "-3"],
         ["verify", ".", "--config", "/no/such/server.properties"],
+        ["repair", ".", "--mode", "kafka", "--follow-symlinks-into", "/no/such/dir"],
+        ["rebuild-index", ".", "--follow-symlinks-into", __file__],
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(args):
@@ -155,6 +157,29 @@ def test_dry_run_changes_nothing(damaged):
     out = json.loads(proc.stdout)
     assert out["applied"] is False and out["quarantine"] is None and out["actions"]
     assert tree_digest(DISK, str(damaged.parent)) == before
+
+
+def test_the_defects_a_mode_leaves_say_what_each_other_mode_would_cost(damaged):
+    # kafka mode cuts a torn tail (offsets 20..21) and leaves the corrupt batch at offset 3, below the
+    # recovery point; the hint for it is what each other mode would remove beyond that repair
+    with open(segment_files(damaged / "orders-0")[1], "r+b") as f:
+        f.truncate(f.seek(0, 2) - 64)
+        f.write(batches(20, 1)[0] + batches(21, 1)[0][:40])
+    write_offsets(damaged, layout.REPLICATION_CHECKPOINT, {("orders", 0): 22})
+    hint = (
+        "crc_mismatch                   orders-0/00000000000000000000.log  (fixed by: "
+        "point-in-time (removes offsets 3..19; acknowledged offsets lost 3..19), "
+        "salvage (removes offset 3; acknowledged offsets lost 3))"
+    )
+    dry = cli("repair", str(damaged), "--mode", "kafka", "--dry-run")
+    assert dry.returncode == 1 and f"  {hint}\n" in dry.stdout, dry.stdout
+    applied = cli("repair", str(damaged), "--mode", "kafka")
+    assert applied.returncode == 1 and f"  {hint}\n" in applied.stdout, applied.stdout
+    # what it said is what each mode's dry run now removes
+    for mode, removed in (("point-in-time", [[3, 19]]), ("salvage", [[3, 3]])):
+        then = json.loads(cli("repair", str(damaged), "--mode", mode, "--dry-run", "--json").stdout)
+        (loss,) = then["partitions"]
+        assert loss["removed_offsets"] == removed and loss["acknowledged_lost"] == removed, loss
 
 
 def test_repair_json_contract_then_undo_restores_every_byte(damaged):
@@ -279,6 +304,14 @@ def test_rebuild_index_writes_what_kafka_recovery_writes(tmp_path):
     log_with_records(pdir, 80, segment_bytes=4000, index_interval_bytes=300)
     for idx in segment_files(pdir, layout.INDEX_SUFFIX):
         idx.write_bytes(b"  ")  # testCorruptIndexRebuild's corruption
+    log_with_records(d / "u-0", 5, index_interval_bytes=300)  # nothing to rebuild there
+    dry = cli("rebuild-index", str(d), "--index-interval-bytes", "300", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    # one summary line, per partition, in offsets (README "Notation")
+    assert dry.stdout.splitlines()[-1] == (
+        f"summary: rebuild-index of {d} planned (dry run, nothing changed yet): t-0 offset and "
+        "time indexes of offsets 0..79 (4 segments) rewritten; no record changed"
+    )
     proc = cli("rebuild-index", str(d), "--index-interval-bytes", "300", "--json")
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
@@ -288,6 +321,10 @@ def test_rebuild_index_writes_what_kafka_recovery_writes(tmp_path):
         cli("rebuild-index", str(d), "--index-interval-bytes", "300", "--json").stdout
     )
     assert again["actions"] == []
+    done = cli("rebuild-index", str(d), "--index-interval-bytes", "300").stdout.splitlines()[-1]
+    assert done == (
+        f"summary: rebuild-index of {d}: every index agrees with its log, nothing changed"
+    )
 
 
 def test_demo_runs_the_main_job_and_ends_clean(tmp_path):

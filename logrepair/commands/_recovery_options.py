@@ -50,9 +50,11 @@ def add_command(
     quarantine: str | None = None,
     settings: bool = True,
     own_options: Callable[[argparse.ArgumentParser], None] | None = None,
+    follow_links: bool = False,
 ) -> None:
     """A recovery subcommand: its one positional target, its `own_options`, the optional
-    `--dry-run` and `--quarantine` (given their help), `--json`, and the Kafka settings."""
+    `--dry-run` and `--quarantine` (given their help), `--json`, the Kafka settings, and (a run
+    that writes: `follow_links`) `--follow-symlinks` with `--follow-symlinks-into`."""
     p = subparsers.add_parser(name, help=help, description=description)
     p.add_argument(target, metavar=target.upper(), help=target_help)
     if own_options is not None:
@@ -65,7 +67,33 @@ def add_command(
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     if settings:
         add_settings_options(p)
+    if follow_links:
+        add_follow_options(p)
     p.set_defaults(run=run)
+
+
+def add_follow_options(p: argparse.ArgumentParser) -> None:
+    """Treating a symbolic link's target as the file, in a run that changes files."""
+    g = p.add_argument_group(
+        "symbolic links (without these, a partition holding one is left as it is)"
+    )
+    g.add_argument(
+        "--follow-symlinks",
+        action="store_true",
+        help="treat the target of a symlink to a regular file inside the log dir as the file: "
+        "each link is resolved at plan time and recorded with its target's identity; the "
+        "repair changes the target (cut in place, or rewritten beside it and renamed over it), "
+        "never the link, and refuses if the target changed since the plan",
+    )
+    g.add_argument(
+        "--follow-symlinks-into",
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also follow links whose targets lie under DIR, outside the log dir (implies "
+        "--follow-symlinks; repeatable). The run locks the log dir only: nothing else may "
+        "write there meanwhile",
+    )
 
 
 def add_interrupted_options(p: argparse.ArgumentParser) -> None:
@@ -209,9 +237,14 @@ def add_settings_options(p: argparse.ArgumentParser) -> None:
 
 def settings_from(args: argparse.Namespace, disk: Disk) -> Settings:
     """Defaults, then server.properties, then explicit options, then per-topic overrides."""
+    into = getattr(args, "follow_symlinks_into", None)  # (repair and rebuild-index)
+    for d in into or ():
+        if not disk.is_dir(d):
+            raise InputError(f"logrepair: --follow-symlinks-into {d}: no such directory")
     settings = Settings(
         deep_iteration=args.deep_iteration,
-        follow_symlinks=getattr(args, "follow_symlinks", False),  # verify's own option
+        follow_symlinks=getattr(args, "follow_symlinks", False) or bool(into),
+        symlink_roots=None if into is None else tuple(absolute(d) for d in into),
     )
     try:
         if args.config:

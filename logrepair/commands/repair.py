@@ -11,6 +11,7 @@ import argparse
 
 from ..recovery import notation
 from ..recovery.loss import PartitionLoss
+from ..recovery.mode_costs import left_hints
 from ..recovery.planner import REPAIR_MODES
 from ..recovery.repair import RepairResult, repair
 from ._heal_options import heal_options, run_heal
@@ -26,6 +27,7 @@ def add_parser(subparsers) -> None:
         "quarantine beside the log dir (undo with `logrepair undo`); the run is journaled, so a "
         "crash during it is finished or rolled back by the next run.",
         run=run,
+        follow_links=True,
         own_options=_mode_option,
         dry_run="print the plan and change nothing",
         quarantine="where runs keep what they remove (default: <log dir>.logrepair-quarantine)",
@@ -62,6 +64,8 @@ def render(result: RepairResult) -> str:
         lines.append(f"  warning: {warning}")
     for note in plan.notes:
         lines.append(f"  note: {note}")
+    for link in plan.links:
+        lines.append(f"  link: {link.describe()}")
     if not plan.actions:
         lines.append("nothing to repair")
     else:
@@ -80,10 +84,12 @@ def render(result: RepairResult) -> str:
                 f"quarantine: {result.quarantine} (undo: logrepair undo {result.quarantine})"
             )
     if plan.left:
-        lines.append(f"{len(plan.left)} defect(s) this mode leaves:")
-        for f in plan.left:
-            modes = ", ".join(f["fixed_by"]) or "reported only"
-            lines.append(f"  {f['kind']:<30} {f['file']}  (fixed by: {modes})")
+        lines.append(
+            f"{len(plan.left)} defect(s) this mode leaves (fixed by: each mode that removes it "
+            "here, and what that mode would remove beyond this repair):"
+        )
+        for f, hint in zip(plan.left, left_hints(result.scan, plan), strict=True):
+            lines.append(f"  {f['kind']:<30} {f['file']}  (fixed by: {hint})")
     lines.append(summary(result))
     return "\n".join(lines)
 

@@ -38,8 +38,9 @@ def _options(p: argparse.ArgumentParser) -> None:
         "--follow-symlinks",
         action="store_true",
         help="read a symlink to a regular file where a segment, index or checkpoint should be as "
-        "that file; without it the link is reported and not read (repair never reads or writes "
-        "through a link and leaves a partition holding one as it is)",
+        "that file, wherever it points; without it the link is reported and not read (repair "
+        "and rebuild-index leave a partition holding one as it is, unless given their own "
+        "--follow-symlinks)",
     )
 
 

@@ -16,7 +16,8 @@ Nothing is deleted outright: a deleted file is renamed into `files/` (copied whe
 on another filesystem), a truncated tail is copied to `blobs/` first (zero runs as holes). A
 segment with other hard links (a `cp -al` snapshot) is cut by writing the kept part as a new file
 renamed over it, so the other names keep every byte. Every file the run writes goes through a
-temporary name unique to the run, and nothing is written through a symbolic link.
+temporary name unique to the run, and nothing is written through a symbolic link — but a link
+the plan follows (`--follow-symlinks`), whose target the actions change as the file (symlinks.py).
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ from .journal import (
 from .logdir_state import made_files, replaced_files
 from .plan import Action, Plan
 from .settings import Settings
+from .symlinks import LinkRefused, check_unchanged, still_resolves, through
 
 # (disk, absolute .log path, index.interval.bytes, verify CRCs, max batch size)
 #   -> [(absolute index path, bytes)]:
@@ -78,6 +80,9 @@ def start(
     it changes the log dir."""
     if disk.exists(qdir) and disk.list_dir(qdir):
         raise JournalError(f"quarantine directory {qdir} is not empty")
+    changed = check_unchanged(disk, plan.root, plan.links)
+    if changed is not None:
+        raise JournalError(f"{changed}; nothing was changed: run it again to plan afresh")
     data = {
         "tool": "logrepair",
         "version": VERSION,
@@ -93,7 +98,11 @@ def start(
         "warnings": [],
         "lock_created": lock_created,
         "marker": marker,
+        "links": {link.rel: link.to_json() for link in plan.links},
     }
+    for entry, linked in zip(data["actions"], _through(plan), strict=True):
+        if linked:
+            entry["links"] = linked
     for entry in data["actions"]:
         if entry["action"] in REBUILDS:
             entry["max_batch_size"] = (
@@ -143,7 +152,7 @@ def start(
     source: dict[str, str | None] = {}
     for i, entry in enumerate(data["actions"]):
         action = Action.from_journal(entry)
-        entry["saved"] = _save(journal, i, action, source)
+        entry["saved"] = _save(journal, i, entry, action, source)
         if action.action == "rename":
             source[action.to] = source.get(action.file, action.file)
             source[action.file] = None
@@ -160,13 +169,22 @@ def _source(journal: Journal, file: str) -> str:
     return file if file.startswith("/") else journal.t(file)
 
 
+def _through(plan: Plan) -> list[dict[str, str]]:
+    """Per action, the files it changes through a followed link (symlinks.through)."""
+    try:
+        return through([a.to_journal() for a in plan.actions], {x.rel: x for x in plan.links})
+    except LinkRefused as e:
+        raise JournalError(str(e)) from None
+
+
 def refuse_unwritable(disk: Disk, plan: Plan) -> None:
     """Before anything changes: every name the plan writes, cuts or moves is a regular file or
     absent, in a directory that is no symbolic link, so that apply never fails half way on
-    one (or writes through a link to files outside the log dir). JournalError otherwise."""
-    for action in plan.actions:
+    one (or writes through a link to files outside the log dir) — a link the plan follows stands
+    for its target, which must be a regular file. JournalError otherwise."""
+    for action, linked in zip(plan.actions, _through(plan), strict=True):
         for rel in [action.file, *made_files(action.to_journal())]:
-            path = join(plan.root, rel)
+            path = linked.get(rel) or join(plan.root, rel)
             for p in (path, parent_of(path)):
                 if disk.is_symlink(p):
                     raise JournalError(
@@ -194,11 +212,13 @@ _VERBS = {
 }
 
 
-def _save(journal: Journal, i: int, action: Action, source: dict[str, str | None]) -> dict:
+def _save(
+    journal: Journal, i: int, entry: dict, action: Action, source: dict[str, str | None]
+) -> dict:
     """What undo needs to put back the bytes this action changes, as they will be when it runs."""
     disk = journal.disk
     if action.action == "truncate":
-        path = journal.t(source.get(action.file) or action.file)
+        path = journal.at(entry, source.get(action.file) or action.file)
         size = disk.size(path)
         blob = f"blobs/{i:05d}.tail"
         ranges = _unmoved(action.size, size, action.moved or [])
@@ -213,7 +233,10 @@ def _save(journal: Journal, i: int, action: Action, source: dict[str, str | None
             )
         return saved
     if action.action == "delete":
-        return {"moved_to": f"files/{action.file}"}
+        saved = {"moved_to": f"files/{action.file}"}
+        if action.file in entry.get("links", {}):  # the target moves; undo makes the link again
+            saved["link"] = journal.data["links"][action.file]["text"]
+        return saved
     if action.action in ("write_file", "rebuild_indexes", "create_segment"):
         previous = []
         for j, rel in enumerate(replaced_files(action)):
@@ -257,8 +280,10 @@ def _apply(journal: Journal, entry: dict, rebuild: IndexRebuilder) -> None:
     disk = journal.disk
     action = Action.from_journal(entry)
     saved = entry.get("saved", {})
-    path = journal.t(action.file)
-    if disk.is_symlink(path) or disk.is_symlink(parent_of(path)):
+    linked = entry.get("links") or {}
+    _check_links(journal, entry)
+    path = journal.at(entry, action.file)
+    if action.file not in linked and (disk.is_symlink(path) or disk.is_symlink(parent_of(path))):
         raise JournalError(f"{path} is a symbolic link; a repair never follows one")
     dirs = {parent_of(path)}
     kind = action.action
@@ -279,6 +304,9 @@ def _apply(journal: Journal, entry: dict, rebuild: IndexRebuilder) -> None:
     elif kind == "split":
         _split(journal, action, path)
         dirs.add(parent_of(journal.t(action.to)))
+    elif kind == "delete" and action.file in linked:
+        _delete_followed(journal, action.file, path, journal.q(saved["moved_to"]))
+        dirs.add(parent_of(journal.t(action.file)))
     elif kind == "delete":
         dest = journal.q(saved["moved_to"])
         make_dirs_durable(disk, parent_of(dest))
@@ -309,19 +337,54 @@ def _apply(journal: Journal, entry: dict, rebuild: IndexRebuilder) -> None:
         content = disk.read_file(journal.q(entry["content_blob"]))
         disk.write_file_atomic(path, content, tmp=journal.temp_name(path))
     elif kind == "flush":
-        _flush_segment(disk, path)
+        _flush_segment(disk, journal.t(action.file))  # (each file through its own link)
     elif kind in REBUILDS:
         if kind == "create_segment" and not disk.exists(path):
             with disk.open(path, create=True) as f:
                 f.fsync()
         cap = entry["max_batch_size"]
         verify = not journal.data.get("validated", False)
-        _write_indexes(journal, path, rebuild, action.index_interval_bytes, verify, cap)
+        dirs |= _write_indexes(journal, entry, rebuild, action.index_interval_bytes, verify, cap)
     else:
         raise JournalError(f"unknown action {kind!r} in {journal.qdir}")
     for d in sorted(dirs):
         if disk.exists(d):
             disk.fsync_dir(d)
+
+
+def _check_links(journal: Journal, entry: dict) -> None:
+    """Each followed link the action changes a file through still resolves to the target the
+    plan recorded, and that target is the file the run last left there (a link its own delete
+    already removed excepted)."""
+    expect = (journal.data.get("expect") or {}).get("links") or {}
+    for rel, target in (entry.get("links") or {}).items():
+        link = journal.t(rel)
+        if entry["action"] == "delete" and not journal.disk.exists(target):
+            continue  # its own delete moved the target into the quarantine already
+        why = still_resolves(journal.disk, link, journal.data["links"][rel]["text"], target)
+        if why is None and rel in expect and logdir_state.link_state(journal, rel) != expect[rel]:
+            why = "its target was replaced by another file"
+        if why is not None:
+            raise JournalError(
+                f"{rel} is a followed symbolic link to {target}, but {why} since the repair "
+                f"planned; the repair journaled in {journal.qdir} stops here with "
+                f"{journal.data['applied']} of {len(journal.data['actions'])} actions applied"
+            )
+
+
+def _delete_followed(journal: Journal, rel: str, target: str, dest: str) -> None:
+    """A deleted file that a followed link stands for: the target moves into the quarantine
+    (durably, before it leaves its directory), then the link goes. Replayed after a crash, each
+    step already done is skipped."""
+    disk = journal.disk
+    make_dirs_durable(disk, parent_of(dest))
+    if disk.exists(target):
+        move_file(disk, target, dest)
+    disk.fsync_dir(parent_of(dest))
+    disk.fsync_dir(parent_of(target))
+    link = journal.t(rel)
+    if disk.is_symlink(link):
+        disk.unlink(link)
 
 
 def _flush_segment(disk: Disk, log_path: str) -> None:
@@ -336,13 +399,16 @@ def _flush_segment(disk: Disk, log_path: str) -> None:
 
 def _write_indexes(
     journal: Journal,
-    log_path: str,
+    entry: dict,
     rebuild: IndexRebuilder,
     interval: int | None,
     verify: bool,
     max_batch_size: int,
-) -> None:
+) -> set[str]:
+    """Writes the `.log`'s indexes (each through its followed link's target, if it has one);
+    returns the directories written in."""
     interval = 4096 if interval is None else interval
+    log_path = journal.t(entry["file"])  # read through its link, if it is one
     try:
         written = rebuild(journal.disk, log_path, interval, verify, max_batch_size)
     except IndexFileError as exc:
@@ -352,8 +418,13 @@ def _write_indexes(
             f"{log_path}: its indexes cannot be rebuilt ({exc}), which the plan did not "
             f"foresee; the repair in {journal.qdir} is left unfinished (please report this)"
         ) from None
+    stem = entry["file"][: -len(LOG_SUFFIX)]
+    dirs = set()
     for index_path, content in written:
-        journal.disk.write_file_atomic(index_path, content, tmp=journal.temp_name(index_path))
+        out = journal.at(entry, stem + index_path[len(log_path) - len(LOG_SUFFIX) :])
+        journal.disk.write_file_atomic(out, content, tmp=journal.temp_name(out))
+        dirs.add(parent_of(out))
+    return dirs
 
 
 def _split(journal: Journal, split: Action, path: str) -> None:

@@ -128,8 +128,8 @@ def move_file(disk: Disk, src: str, dst: str) -> None:
 def file_state(disk: Disk, path: str) -> list[int] | None:
     """`[size, CRC-32C]` of a file, `[size]` for a `.log` (appends and truncations change its size;
     reading gigabytes back is not worth it), None when it does not exist."""
-    if not disk.exists(path):
-        return None
+    if not disk.exists(path) or disk.file_type(path, follow=True) == "missing":
+        return None  # (a dangling link: a followed link whose target a delete moved away)
     size = disk.size(path)
     if path.endswith(LOG_SUFFIX):
         return [size]

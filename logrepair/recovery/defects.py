@@ -228,9 +228,11 @@ _KINDS = (
     ),
     DefectKind(
         "symlink",
-        "a symbolic link inside the log dir, named with its target: never followed, never "
-        "touched; a partition holding one is left as it is by every mode (`verify "
-        "--follow-symlinks` reads a link to a regular file as that file)",
+        "a symbolic link inside the log dir, named with its target: not followed, never "
+        "touched; a partition holding one is left as it is by every mode, unless `repair` or "
+        "`rebuild-index` is given `--follow-symlinks` (a link to a regular file in the log dir, "
+        "or under `--follow-symlinks-into DIR`, is then repaired as its target; the link stays) "
+        "— `verify --follow-symlinks` reads any link to a regular file as that file",
         (),
         severity="notice",
     ),

@@ -32,8 +32,12 @@ SAVING, APPLYING, DONE, UNDOING, UNDONE, ABANDONED = (
 )  # fmt: skip
 UNFINISHED = (SAVING, APPLYING, UNDOING)
 
-VERSION = 3
-"""Version 3 counts the actions applied and records the state after each (`applied`, `expect`),
+VERSION = 4
+"""Version 4 follows symbolic links (`--follow-symlinks`): the manifest's `links` are the links
+followed, with their targets' identities at plan time, each action's `links` the files it changes
+through one (their targets), and `expect.links` what each link held and which file it resolved to
+after the last action; a logrepair that reads version 3 at most would write over those links, so
+it refuses the journal. Version 3 counts the actions applied and records the state after each (`applied`, `expect`),
 writes through temporary names unique to the run, and copies a hard-linked segment before cutting
 it. Version 2 recorded each index rebuild's `max_batch_size` and the state a finished repair left
 (`left`); version 1 neither. Finished runs of every version can be undone; an interrupted run of
@@ -99,6 +103,8 @@ class Journal:
                 expect = self.data.setdefault("expect", {"files": {}, "dirs": {}})
                 expect["files"].update(value.get("files", {}))
                 expect["dirs"].update(value.get("dirs", {}))
+                if value.get("links"):
+                    expect.setdefault("links", {}).update(value["links"])
             else:
                 self.data[key] = value
 
@@ -168,6 +174,12 @@ class Journal:
 
     def t(self, rel: str) -> str:
         return join(self.target, rel) if rel else self.target
+
+    def at(self, entry: dict, rel: str) -> str:
+        """Where action `entry` changes the file `rel`: the target of a followed symbolic link
+        (resolved at plan time: symlinks.py), else the name in the log dir."""
+        target = (entry.get("links") or {}).get(rel)
+        return target if target is not None else self.t(rel)
 
 
 def now() -> str:

@@ -10,6 +10,10 @@ and the run refuses in one line instead of replaying old decisions over newer da
 
 The action a crash interrupted may have left its files in any state it passes through; those
 are accepted, and nothing else (a truncate's file only at its old or its new size).
+
+A followed symbolic link (symlinks.py) is recorded too: what it holds and which file (device,
+inode) it resolves to. A file is read through its link, so its size and CRC are the target's;
+a link retargeted, or a target replaced by another file, is refused like any other change.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from ..storage import layout
 from .copies import file_state
 from .journal import APPLYING, DONE, PENDING_MARKER, UNDOING, UNDONE, Journal, JournalError
 from .plan import Action
+from .symlinks import still_resolves
 
 
 class LogDirChanged(JournalError):
@@ -82,7 +87,31 @@ def record(journal: Journal, entries: list[dict]) -> dict:
         for rel in touched_files(entry):
             files[rel] = file_state(journal.disk, journal.t(rel))
     dirs = {d: _listing(journal, d) for d in sorted({_dir_of(rel) for rel in files})}
-    return {"files": files, "dirs": dirs}
+    # A followed link's target keeps the identity recorded before, unless these actions
+    # changed it (a rewrite renames a new file over it): a target replaced by someone else
+    # meanwhile is then caught, not recorded as the run's own doing.
+    followed = journal.data.get("links") or {}
+    before = (journal.data.get("expect") or {}).get("links") or {}
+    changed = {rel for entry in entries for rel in changed_files(entry)}
+    links = {
+        rel: link_state(journal, rel) if rel in changed or rel not in before else before[rel]
+        for rel in files
+        if rel in followed
+    }
+    return {"files": files, "dirs": dirs, **({"links": links} if links else {})}
+
+
+def link_state(journal: Journal, rel: str) -> list | None:
+    """`[text, device, inode]` of a followed link's target as it resolves now, None when the
+    name is no longer that link (its delete moved the target away and removed it)."""
+    link = journal.data["links"][rel]
+    path = journal.t(rel)
+    if still_resolves(journal.disk, path, link["text"], link["target"]) is not None:
+        return None
+    if journal.disk.file_type(path, follow=True) == "missing":
+        return None
+    now = journal.disk.identity(path)
+    return [link["text"], now.device, now.inode]
 
 
 def expected(journal: Journal) -> dict | None:
@@ -104,6 +133,13 @@ def check(journal: Journal, *, what: str) -> None:
         in_progress = entries[k] if k < len(entries) else {}
     loose = set(changed_files(in_progress)) if in_progress else set()
     since = "since the repair" + (" was interrupted" if journal.data["state"] == APPLYING else "")
+    for rel, state in (expect.get("links") or {}).items():
+        now = link_state(journal, rel)
+        if now != state and not (rel in loose and _passes_through(in_progress, now)):
+            link = journal.data["links"][rel]
+            why = still_resolves(disk, journal.t(rel), link["text"], link["target"])
+            why = why or f"its target {link['target']} is no longer the file the repair left"
+            raise LogDirChanged(f"{rel}: {why} {since}; {what}")
     for rel, state in expect["files"].items():
         now = file_state(disk, journal.t(rel))
         if now == state:
@@ -124,6 +160,17 @@ def check(journal: Journal, *, what: str) -> None:
                 + [f"{', '.join(went)} went"] * bool(went)
             )
             raise LogDirChanged(f"{d or journal.target}: {what_changed} {since}; {what}")
+
+
+def _passes_through(entry: dict, now: list | None) -> bool:
+    """Whether a followed link the interrupted action changes may be as it is `now`: its target
+    moved away (a delete), or a new file renamed over the target (a rewrite; a cut of a
+    segment with other hard links too)."""
+    if entry["action"] == "delete":
+        return now is None
+    if entry["action"] == "truncate":
+        return bool(entry.get("saved", {}).get("copy_on_cut"))
+    return entry["action"] in ("write_file", "rebuild_indexes", "create_segment")
 
 
 def _change(before: list[int] | None, now: list[int] | None) -> str:

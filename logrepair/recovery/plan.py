@@ -32,6 +32,7 @@ from . import notation
 
 if TYPE_CHECKING:
     from .loss import PartitionLoss
+    from .symlinks import FollowedLink
 
 
 @dataclass(slots=True)
@@ -147,6 +148,9 @@ class Plan:
     """Defects the mode does not fix: each finding's JSON plus `fixed_by`."""
     partitions: list[PartitionLoss] = field(default_factory=list)
     """What the plan costs each partition it touches (loss.py), in partition order."""
+    links: list[FollowedLink] = field(default_factory=list)
+    """The symbolic links followed (`--follow-symlinks`): what the plan does to such a name it
+    does to the link's target, which apply first checks is still the file the scan read."""
 
     @property
     def removed_bytes(self) -> int:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..storage.disk import Disk
 from ..storage.logdir import DirLock
@@ -86,6 +86,7 @@ class RepairResult:
             "finished_interrupted": self.finished,
             "interrupted_runs": [s.to_json() for s in self.settled],
             "warnings": self.warnings,
+            "links": [link.to_json() for link in self.plan.links],
         }
 
 
@@ -165,6 +166,7 @@ def _run(
     apply. `name` labels the run's quarantine directory."""
     path = disk.real_path(path)
     is_log_dir = classify(disk, path)
+    settings = _link_roots(disk, path, is_log_dir, settings)
     roots = quarantine_roots(disk, path, is_log_dir, quarantine_root)
     root = roots[-1]
     for protected in (path, log_dir_of(disk, path, is_log_dir)):
@@ -186,6 +188,7 @@ def _run(
             scan = scan_path(disk, path, settings, progress)
         plan = make(scan)
         plan.notes += notes
+        plan.links = scan.followed_links
         result = RepairResult(plan, scan, settled=settled)
         if dry_run or not plan.actions:
             return result
@@ -206,6 +209,17 @@ def _run(
         return result
     finally:
         lock.release()
+
+
+def _link_roots(disk: Disk, path: str, is_log_dir: bool, settings: Settings) -> Settings:
+    """With `--follow-symlinks`, where a followed link's target may lie: the log dir holding PATH
+    (first: a link may not stand for one of its Kafka files), then each `--follow-symlinks-into`
+    DIR."""
+    if not settings.follow_symlinks:
+        return settings
+    owner = log_dir_of(disk, path, is_log_dir) or path
+    into = tuple(disk.real_path(d) for d in settings.symlink_roots or ())
+    return replace(settings, symlink_roots=(owner, *into))
 
 
 def _settle(

@@ -31,6 +31,7 @@ from .state_checks import (
     load_leader_epochs,
     read_root_checkpoints,
 )
+from .symlinks import FollowedLink, follow, shared_targets
 
 ROOT_MARKERS = (
     layout.RECOVERY_POINT_CHECKPOINT,
@@ -70,6 +71,8 @@ class PartitionScan:
     left_alone: str | None = None
     """Why every mode must leave this partition as it is (a symlink or a FIFO, socket or device
     among its files), or None. The planner plans nothing for it; its findings stay reported."""
+    links: list[FollowedLink] = field(default_factory=list)
+    """The symbolic links among its files read as their targets (`--follow-symlinks`)."""
     snapshots: list[Snapshot] = field(default_factory=list)
     leader_epochs: list[tuple[int, int]] | None = None
     """leader-epoch-checkpoint entries as written (None: file missing or malformed)."""
@@ -139,6 +142,17 @@ class LogDirScan:
     checkpoints: Checkpoints = field(default_factory=Checkpoints)
     deep: bool = False
     """Every record was decoded (`--deep-iteration`); else only batches were checked."""
+    links: list[FollowedLink] = field(default_factory=list)
+    """The root files that are symbolic links read as their targets (`--follow-symlinks`)."""
+
+    @property
+    def followed_links(self) -> list[FollowedLink]:
+        """Every link read as its target, in the partitions a repair may change and at the root."""
+        out = list(self.links)
+        for p in self.partitions:
+            if p.left_alone is None:
+                out.extend(p.links)
+        return out
 
     @property
     def clean(self) -> bool:
@@ -231,37 +245,59 @@ def scan_path(
     if not is_log_dir:
         name = path.rpartition("/")[2]
         result.partitions.append(_scan_partition(disk, path, "", name, settings, None, progress))
+        _leave_shared_targets_alone(result)
         return result
     listing = disk.list_dir_types(path)
     result.clean_shutdown_marker = any(n == layout.CLEAN_SHUTDOWN_FILE for n, _ in listing)
     entries = {name: _look(disk, join(path, name), name, settings, t) for name, t in listing}
-    files = [name for name, (kind, _) in entries.items() if kind == "file"]
+    files = [name for name, (kind, _, _) in entries.items() if kind == "file"]
+    result.links = [link for _, _, link in entries.values() if link is not None]
     result.checkpoints = read_root_checkpoints(disk, path, files, result.findings)
-    for name, (kind, finding) in entries.items():
+    for name, (kind, finding, _) in entries.items():
         if finding is not None:
             result.findings.append(finding)
         _scan_log_dir_entry(disk, result, name, kind, settings, progress)
     check_checkpoint_bounds(result)
+    _leave_shared_targets_alone(result)
     return result
+
+
+def _leave_shared_targets_alone(result: LogDirScan) -> None:
+    """Two followed links to one file: a repair would change it for both names, so their
+    partitions are left as they are."""
+    why = shared_targets([*result.links, *(x for p in result.partitions for x in p.links)])
+    for p in result.partitions:
+        for link in p.links:
+            if link.rel in why:
+                _add_left_alone(p, why[link.rel])
+    result.links = [link for link in result.links if link.rel not in why]
 
 
 def _look(
     disk: Disk, path: str, shown: str, settings: Settings, kind: str
-) -> tuple[str, Finding | None]:
+) -> tuple[str, Finding | None, FollowedLink | None]:
     """What the entry at `path` of type `kind` (`Disk.file_type`) is, found without opening it (a
     FIFO would block a read), and the finding it needs: 'file', 'dir', 'missing', 'symlink' (not
-    followed) or 'special'. A symlink to a regular file is 'file' under `--follow-symlinks`."""
+    followed) or 'special'. A symlink to a regular file is 'file' under `--follow-symlinks`,
+    with the link resolved (symlinks.py), unless it cannot be followed (then: why)."""
     if kind == "symlink":
         target = printable(disk.read_link(path))
-        if settings.follow_symlinks and disk.file_type(path, follow=True) == "file":
-            why = f"a symbolic link to {target}; followed (--follow-symlinks): read as the file"
-            return "file", Finding("symlink", shown, detail=why)
-        why = f"a symbolic link to {target}; never followed"
-        return "symlink", Finding("symlink", shown, detail=why)
+        if not settings.follow_symlinks:
+            why = f"a symbolic link to {target}; never followed"
+            return "symlink", Finding("symlink", shown, detail=why), None
+        link, why_not = follow(disk, path, shown, settings)
+        if link is None:
+            why = f"a symbolic link to {target}; not followed: {why_not}"
+            return "symlink", Finding("symlink", shown, detail=why), None
+        why = (
+            f"a symbolic link to {target}; followed (--follow-symlinks): read as the file "
+            f"{printable(link.target)}"
+        )
+        return "file", Finding("symlink", shown, detail=why), link
     if kind in SPECIAL_TYPES:
         why = f"{SPECIAL_TYPES[kind]}; never opened (Kafka would hang or fail on it)"
-        return "special", Finding("special_file", shown, detail=why)
-    return kind, None
+        return "special", Finding("special_file", shown, detail=why), None
+    return kind, None, None
 
 
 def _scan_log_dir_entry(
@@ -404,9 +440,11 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
     files = _PartitionFiles()
     for fname, file_type in disk.list_dir_types(p.path):
         fpath = join(p.path, fname)
-        kind, finding = _look(disk, fpath, p.file(fname), p.settings, file_type)
+        kind, finding, link = _look(disk, fpath, p.file(fname), p.settings, file_type)
         if finding is not None:
             p.findings.append(finding)
+        if link is not None:
+            p.links.append(link)
         if kind in ("symlink", "special"):
             _leave_alone(p, finding)
             files.unread.add(fname)
@@ -473,9 +511,16 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
 def _leave_alone(p: PartitionScan, finding: Finding) -> None:
     """A symlink or special file among the partition's files: what Kafka reads there is not what
     a repair would change, so every mode leaves the partition as it is."""
-    why = f"{printable(finding.file)} is {finding.detail.partition(';')[0]}"
-    if finding.kind == "symlink":
-        why += " (verify --follow-symlinks reads a link to a regular file as that file)"
+    what, _, why_not = finding.detail.partition("; not followed: ")
+    why = f"{printable(finding.file)} is {what.partition(';')[0]}"
+    if why_not:
+        why += f", not followed: {why_not}"
+    elif finding.kind == "symlink":
+        why += " (--follow-symlinks reads a link to a regular file as that file)"
+    _add_left_alone(p, why)
+
+
+def _add_left_alone(p: PartitionScan, why: str) -> None:
     p.left_alone = why if p.left_alone is None else f"{p.left_alone}; {why}"
 
 

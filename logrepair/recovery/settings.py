@@ -10,7 +10,8 @@ between segments can be compaction's; unset, the scan looks for evidence of comp
 
 Two options shape the scan itself rather than Kafka's result: `deep_iteration` decodes every
 record (kafka-dump-log's name), and `follow_symlinks` treats a symlinked segment or index as the
-file it points at instead of leaving its partition alone.
+file it points at instead of leaving its partition alone (symlinks.py; a repair only where
+`symlink_roots` allows).
 """
 
 from __future__ import annotations
@@ -52,6 +53,9 @@ class Settings:
     given."""
     deep_iteration: bool = False
     follow_symlinks: bool = False
+    symlink_roots: tuple[str, ...] | None = None
+    """Where a followed link's target may lie (resolved dirs; the first is the log dir, whose
+    own Kafka files a link may not stand for); None: anywhere (verify, which only reads)."""
     topic_overrides: dict[str, dict[str, int | str]] = field(default_factory=dict, compare=False)
 
     @property

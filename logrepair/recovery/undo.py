@@ -53,10 +53,16 @@ class UndoResult:
 
     def lines(self) -> list[str]:
         out = list(self.notes)
+        links = self.journal.data.get("links") or {}
         for done, rel in self.files:
-            out.append(
+            line = (
                 f"{done} {rel}" if done != "removed" else f"removed {rel} (created by the repair)"
             )
+            if rel in links and done == "put back":
+                line += f" (its target {links[rel]['target']} moved back, the link made again)"
+            elif rel in links:
+                line += f" (in its symbolic link's target {links[rel]['target']})"
+            out.append(line)
         out.append(self.summary())
         return out
 
@@ -182,7 +188,7 @@ def _undo_step(journal: Journal, entry: dict, entries: list[dict]) -> list[tuple
     and on an action that never ran or stopped half way."""
     disk = journal.disk
     kind = entry["action"]
-    path = journal.t(entry["file"])
+    path = journal.at(entry, entry["file"])  # (a followed link's target)
     saved = entry.get("saved", {})
     if kind == "truncate":
         temp = journal.temp_name(path)
@@ -206,6 +212,8 @@ def _undo_step(journal: Journal, entry: dict, entries: list[dict]) -> list[tuple
         disk.unlink(to)
         disk.fsync_dir(parent_of(to))
         return [("removed", entry["to"])]
+    if kind == "delete" and "link" in saved:
+        return _put_back_followed(journal, entry, path)
     if kind == "delete":
         source = journal.q(saved["moved_to"])
         if not disk.exists(source):
@@ -226,16 +234,38 @@ def _undo_step(journal: Journal, entry: dict, entries: list[dict]) -> list[tuple
         return [("renamed back", f"{entry['to']} to {entry['file']}")]
     if kind == "flush":
         return []  # an fsync changes no bytes
-    return _restore_previous(journal, saved["previous"])
+    return _restore_previous(journal, entry, saved["previous"])
 
 
-def _restore_previous(journal: Journal, previous: list[dict]) -> list[tuple[str, str]]:
+def _put_back_followed(journal: Journal, entry: dict, target: str) -> list[tuple[str, str]]:
+    """A deleted file a followed link stood for: its target moved back from the quarantine, then
+    the link made again, holding what it held. Each step already done is skipped."""
+    disk = journal.disk
+    source = journal.q(entry["saved"]["moved_to"])
+    link = journal.t(entry["file"])
+    done = False
+    if disk.exists(source):
+        move_file(disk, source, target)
+        disk.fsync_dir(parent_of(target))
+        disk.fsync_dir(parent_of(source))
+        done = True
+    elif not disk.exists(target):
+        raise UndoRefused(f"the quarantined copy of {entry['file']} is missing")
+    if not disk.exists(link):
+        disk.make_symlink(entry["saved"]["link"], link)
+        disk.fsync_dir(parent_of(link))
+        done = True
+    return [("put back", entry["file"])] if done else []
+
+
+def _restore_previous(journal: Journal, entry: dict, previous: list[dict]) -> list[tuple[str, str]]:
     """Files an action wrote whole: each put back from its saved copy through a name only this
-    run uses, or removed if the repair created it. A file already as it was is left alone."""
+    run uses (beside a followed link's target, for a file the action wrote through one), or
+    removed if the repair created it. A file already as it was is left alone."""
     disk = journal.disk
     out = []
     for prev in previous:
-        p = journal.t(prev["file"])
+        p = journal.at(entry, prev["file"])
         temp = journal.temp_name(p)
         if disk.exists(temp):
             disk.unlink(temp)
@@ -269,7 +299,7 @@ def _restore_tail(journal: Journal, entry: dict) -> None:
     position = entry["size"]
     end = saved["original_size"]
     buf = bytearray(COPY_CHUNK)
-    with disk.open(journal.t(entry["file"]), write=True) as dst:
+    with disk.open(journal.at(entry, entry["file"]), write=True) as dst:
         dst.truncate(entry["size"])  # what an earlier try wrote goes; holes read as zeros again
         while position < end:
             if position in moved:

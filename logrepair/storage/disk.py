@@ -15,6 +15,7 @@ Semantics every implementation keeps, because SimDisk's crash states are defined
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Protocol
 
 _COPY_BUFFER = 8 * 1024 * 1024
@@ -183,6 +184,16 @@ class Disk(ABC):
         """Where the symbolic link `path` points (as stored, not resolved)."""
         raise OSError(f"{path}: not a symbolic link")
 
+    def identity(self, path: str) -> FileIdentity:
+        """Which file `path` names (links followed) and its size and modification time: what a
+        repair through a symbolic link checks, so it never writes to a file other than the one it
+        planned for."""
+        raise OSError(f"{path}: this disk has no symbolic links to follow")
+
+    def make_symlink(self, text: str, path: str) -> None:
+        """A symbolic link at `path` holding `text` (undo puts back a link a repair removed)."""
+        raise OSError(f"{path}: this disk has no symbolic links")
+
     # Conveniences built on the primitives above, shared by every implementation.
 
     def read_file(self, path: str) -> bytes:
@@ -208,6 +219,16 @@ SPECIAL_TYPES = {
     "block_device": "a block device",
 }
 """File-system objects that are neither regular files, directories nor symlinks, described."""
+
+
+@dataclass(frozen=True, slots=True)
+class FileIdentity:
+    """A file's device and inode (which file it is), size and modification time (ns)."""
+
+    device: int
+    inode: int
+    size: int
+    mtime_ns: int
 
 
 class LockHeld(OSError):

@@ -15,7 +15,7 @@ import struct
 import threading
 from contextlib import contextmanager, suppress
 
-from .disk import Disk, DiskFile, LockHeld, parent_of
+from .disk import Disk, DiskFile, FileIdentity, LockHeld, parent_of
 
 # `struct flock` on Linux (short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid).
 _FLOCK = "hhqqi4x"
@@ -319,6 +319,15 @@ class OsDisk(Disk):
     def read_link(self, path: str) -> str:
         with _path_errors(path):
             return os.readlink(path)
+
+    def identity(self, path: str) -> FileIdentity:
+        with _path_errors(path):
+            st = os.stat(path)
+        return FileIdentity(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+    def make_symlink(self, text: str, path: str) -> None:
+        with _path_errors(path):
+            os.symlink(text, path)
 
     def list_dir(self, path: str) -> list[str]:
         with _path_errors(path):

@@ -135,8 +135,9 @@ def test_an_interrupted_run_of_an_older_journal_is_refused_then_replanned(tmp_pa
 
 def test_a_manifest_from_a_newer_logrepair_is_refused_with_one_line(tmp_path):
     _, qdir, _ = _interrupted(tmp_path)
-    _edit_manifest(qdir, lambda manifest: manifest.update(version=4))
-    with pytest.raises(journal.JournalError, match="manifest version 4; this logrepair reads"):
+    newer = journal.VERSION + 1
+    _edit_manifest(qdir, lambda manifest: manifest.update(version=newer))
+    with pytest.raises(journal.JournalError, match=f"manifest version {newer}; this logrepair"):
         journal.Journal.load(DISK, qdir)
 
 
