@@ -5,7 +5,8 @@ power-loss semantics. Nothing in `logrepair.storage` or `logrepair.recovery` may
 filesystem any other way (a test scans for it), which is what lets the simulator crash real code.
 
 Semantics every implementation keeps, because SimDisk's crash states are defined by them:
-- Writes change what readers see at once; they are durable only after `DiskFile.fsync`.
+- Writes change what readers see at once; they are durable only after `DiskFile.fsync`. A copy
+  (`DiskFile.copy_to`, in the kernel on the real OS) is a write to its destination like any other.
 - Creating, renaming or unlinking a name is durable only after `fsync_dir` of its directory.
 - `rename` replaces an existing destination atomically (POSIX rename).
 - Paths are plain strings; a Disk never resolves symlinks on the caller's behalf except where a

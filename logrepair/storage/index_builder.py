@@ -152,8 +152,15 @@ class RecoveryIndex:
         timestamp (None for magic 0), buffered; raises as Kafka's index appends do, when the
         buffer is run."""
         pending = self.pending
-        pending.extend((valid, last, NO_TIMESTAMP if ts is None else ts))
-        if len(pending) >= _PENDING:
+        n = len(pending)
+        try:
+            pending.extend((valid, last, NO_TIMESTAMP if ts is None else ts))
+        except OverflowError:  # past int64 (offsets outside the CRC): the rule, which says why
+            del pending[n:]
+            self.flush()
+            self._add(valid, last, ts)
+            return
+        if n + 3 >= _PENDING:
             self.flush()
 
     def flush(self) -> None:
@@ -179,7 +186,7 @@ class RecoveryIndex:
 
     def _add_points(self, points) -> None:
         done = 0
-        if index_points is not None:
+        if index_points is not None and self._fits_int64():
             done, *state, offsets, times = index_points(
                 points,
                 self.base_offset,
@@ -213,6 +220,11 @@ class RecoveryIndex:
         add = self._add
         for k in range(0, len(rest), 3):
             add(rest[k], rest[k + 1], rest[k + 2])
+
+    def _fits_int64(self) -> bool:
+        """The state C takes (a batch's offsets past int64 leave the rule to Python)."""
+        held = (self.max_ts_offset, self.last_time_offset, self.last_entry_offset)
+        return -(2**63) <= min(held) and max(held) < 2**63
 
     def take_run(
         self, buf, pos: int, limit: int, file_position: int, max_length: int, floor: int
