@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import subprocess
@@ -101,7 +102,7 @@ def broker_log_dir(d: Path) -> Path:
     (d / layout.CLEAN_SHUTDOWN_FILE).unlink()
     active = sorted((d / "t-0").glob("*.log"))[-1]
     with open(active, "ab") as f:
-        f.write(os.urandom(300))
+        f.write(random.Random(300).randbytes(300))  # junk: not a batch
     return d
 
 
@@ -313,7 +314,7 @@ def test_undo_of_a_quarantine_root_undoes_its_one_run_or_asks_for_latest(log_dir
     root = tmp_path / "q"
     assert cli("repair", str(log_dir), "--mode", "kafka", "--quarantine", str(root)).returncode == 0
     with open(sorted((log_dir / "u-0").glob("*.log"))[-1], "ab") as f:
-        f.write(os.urandom(100))  # more damage: a second run
+        f.write(random.Random(100).randbytes(100))  # more damage: a second run
     first = tree_digest(DISK, str(log_dir))
     assert cli("repair", str(log_dir), "--mode", "kafka", "--quarantine", str(root)).returncode == 0
     [older, newer] = runs_under(DISK, str(root))

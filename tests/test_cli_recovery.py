@@ -126,6 +126,34 @@ def test_a_notice_is_reported_but_verify_and_audit_stay_clean(tmp_path):
     assert json.loads(cli("audit", str(log_dir), "--json").stdout)["clean"] == audit["clean"]
 
 
+def test_a_segment_name_with_a_negative_base_offset_is_a_notice_every_command_reads(tmp_path):
+    """Long.parseLong takes `-5.log`; Kafka 4.1.1 then opens an empty segment
+    `-00000000000000000005.log` beside it (checked with the harness) and never reads its bytes."""
+    log_dir = tmp_path / "logs"
+    pdir = log_dir / "t-0"
+    write_segment(pdir, 0, batches(0, 3))
+    (pdir / "-5.log").write_bytes(segment_files(pdir)[0].read_bytes())
+    (pdir / "-5.index").write_bytes(bytes(8))
+    before = tree_digest(OsDisk(), str(log_dir))
+    out = json.loads(cli("verify", str(log_dir), "--json").stdout)
+    found = {d["file"]: d for d in out["partitions"][0]["defects"]}
+    assert found["t-0/-5.log"]["kind"] == "stray_file"
+    assert "-00000000000000000005.log" in found["t-0/-5.log"]["detail"]
+    for args in (
+        ["audit", str(log_dir)],
+        ["rebuild-index", str(log_dir), "--dry-run"],
+        ["dump", str(pdir / "-5.log")],
+    ):
+        proc = cli(*args)
+        assert proc.returncode in (0, 1) and proc.stderr == "", proc.stderr
+    q = tmp_path / "q"
+    proc = cli("repair", str(log_dir), "--mode", "kafka", "--quarantine", str(q))
+    assert proc.returncode == 0, proc.stderr
+    assert (pdir / "-5.log").exists()  # never Kafka's: left as it is
+    assert cli("undo", str(q), "--latest").returncode == 0
+    assert tree_digest(OsDisk(), str(log_dir)) == before
+
+
 @pytest.mark.parametrize(
     "args",
     [

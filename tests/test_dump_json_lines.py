@@ -11,7 +11,7 @@ import struct
 from contextlib import redirect_stderr, redirect_stdout
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from logrepair.cli import main
@@ -102,7 +102,6 @@ def v2_batches(draw) -> bytes:
     return bytes(raw)
 
 
-@settings(max_examples=300)
 @given(
     v2_batches(),
     TEXT,
@@ -128,7 +127,6 @@ def test_v2_line_is_json_dumps_of_the_contract(raw, path, position, deep, decode
     assert outcome(lambda: writer.line(batch)) == expected
 
 
-@settings(max_examples=300)
 @given(
     offset=INT64,
     timestamp=st.none() | INT64,
@@ -144,7 +142,6 @@ def test_record_object_is_json_dumps_of_record_to_json(
     assert json_lines.record_json(record) == expected
 
 
-@settings(max_examples=50)
 @given(
     st.lists(st.tuples(NULLABLE_BYTES, NULLABLE_BYTES), min_size=1, max_size=4),
     st.sampled_from([(0, 0), (1, 0), (1, 1), (0, 1)]),

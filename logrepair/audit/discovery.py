@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 
 from ..storage import layout
-from ..storage.checkpoints import CheckpointError, read_offsets
+from ..storage.checkpoints import MAX_CHECKPOINT_BYTES, CheckpointError, read_offsets
 from ..storage.disk import SPECIAL_TYPES, Disk, join
 from ..storage.layout import DirKind, FileKind, LayoutError, TopicPartition
 from ..storage.leader_epoch import read_leader_epochs
@@ -110,12 +110,14 @@ def plan_log_dir(disk: Disk, path: str, broker: str, *, only: set[str] | None = 
     }
     plan.checkpoints = checkpoints
     present: set[TopicPartition] = set()
-    for name in disk.list_dir(path):
+    for name, kind in disk.list_dir_types(path):  # one typed listing: no stat per partition
         child = join(path, name)
-        if not disk.is_dir(child) or name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
+        if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
             continue
-        if disk.is_symlink(child):
+        if kind == "symlink" and disk.is_dir(child):
             plan.findings.append(Finding("symlink", f"{name} is a symbolic link (not followed)"))
+            continue
+        if kind != "dir":
             continue
         try:
             parsed = layout.parse_partition_dir_name(name, child)
@@ -153,8 +155,7 @@ def _plan_partition(
         cleaner_offset=checkpoints[layout.CLEANER_CHECKPOINT].get(tp),
     )
     logs: list[tuple[int, str]] = []
-    for name in disk.list_dir(path):
-        kind = disk.file_type(join(path, name))
+    for name, kind in disk.list_dir_types(path):
         if kind in SPECIAL_TYPES:
             why = f"{name} in {path} is {SPECIAL_TYPES[kind]}; never opened"
             p.findings.append(Finding("special_file", why))
@@ -171,7 +172,8 @@ def _plan_partition(
             logs.append((f.offset, name))
         elif f.kind is FileKind.LEADER_EPOCH_CHECKPOINT and not f.tmp:
             try:
-                p.leader_epochs = [tuple(e) for e in read_leader_epochs(disk, join(path, name))]
+                entries = read_leader_epochs(disk, join(path, name), limit=MAX_CHECKPOINT_BYTES)
+                p.leader_epochs = [tuple(e) for e in entries]
             except CheckpointError as e:
                 p.leader_epochs_malformed = True
                 p.findings.append(Finding("checkpoint_malformed", str(e)))

@@ -163,8 +163,7 @@ def run(args: argparse.Namespace) -> int:
         data = report.to_json()
         for d in data["log_dirs"]:
             d["locked_by_other_process"] = locks[d["path"]][0]
-        json.dump(data, sys.stdout, indent=1)
-        sys.stdout.write("\n")
+        sys.stdout.write(json.dumps(data, indent=1) + "\n")  # one write, not one per token
     else:
         print_table(report)
         for _, note in locks.values():

@@ -65,6 +65,9 @@ LOG_OVERHEAD = 12
 _OVERHEAD_HEAD = struct.Struct(">qi")
 _ZERO_HEADER = bytes(HEADER_SIZE_UP_TO_MAGIC)
 _ZERO_PREFIX = "zero-filled region: "
+# A header cut short by the end of the file is a torn write only if its offset could be the next
+# entry's: junk whose magic byte happens to be 0-2 (1 in 85) is not a batch, and holds no records.
+_NOT_NEXT = "where the next offset is"
 # baseOffset, batchLength, magic, crc, lastOffsetDelta, recordsCount: what the fast path checks.
 _CHECKED_FIELDS = struct.Struct(">qi4xbI2xi30xi")
 _NO_FLOOR = -(2**63)
@@ -383,9 +386,11 @@ class Walker:
             return "bad_magic", f"Invalid magic found in record: {magic}", None, None
         size = length + 12
         if fp + pos + size > file_end:
+            not_next = expected is not None and not expected <= base_offset < expected + 2**31
             return (
                 "torn_tail",
-                f"entry of {size} bytes at base offset {base_offset} runs past the end of the "
+                f"entry of {size} bytes at base offset {base_offset}"
+                f"{f', {_NOT_NEXT} {expected},' if not_next else ''} runs past the end of the "
                 f"file ({remaining} bytes left)",
                 None,
                 None,
@@ -563,7 +568,11 @@ class Walker:
         """A damaged region that runs to the end of the file: name it for what it most likely is."""
         if zero_start:
             return "garbage_tail", f"{length} bytes, zero-filled, to the end of the file"
-        if kind == "bad_magic" or (kind == "bad_length" and "smaller than minimum" in detail):
+        if (
+            kind == "bad_magic"
+            or (kind == "bad_length" and "smaller than minimum" in detail)
+            or (kind == "torn_tail" and _NOT_NEXT in detail)
+        ):
             return "garbage_tail", f"{length} bytes of junk to the end of the file ({detail})"
         return kind, detail
 

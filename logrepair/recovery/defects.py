@@ -130,7 +130,8 @@ _KINDS = (
     ),
     DefectKind(
         "txn_index_corrupt",
-        "the transaction index has an entry below the segment base offset or past the log end",
+        "the transaction index has an entry below the segment base offset or past the log end, "
+        "out of order, or of a version other than 0",
         ALL,
     ),
     DefectKind("index_missing", "a segment without its offset index or time index", ALL),

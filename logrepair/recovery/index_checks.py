@@ -10,7 +10,7 @@ from __future__ import annotations
 import struct
 from typing import TYPE_CHECKING, Self
 
-from ..storage.disk import Disk
+from ..storage.disk import Disk, FileTooLarge
 from .findings import Finding
 
 if TYPE_CHECKING:
@@ -245,14 +245,13 @@ def _index_name(log_name: str, suffix: str) -> str:
 
 def _read_index(disk: Disk, path: str, seg: SegmentScan, kind: str, file: str) -> bytes | None:
     """An index file's bytes, or None (and a finding) when it is too large to hold in memory."""
-    with disk.open(path) as f:  # one open: thousands of partitions pay each call per index
-        size = f.size()
-        if size > MAX_INDEX_LOAD:
-            seg.index_findings.append(
-                Finding(kind, file, 0, size, None, f"{size} bytes is too large")
-            )
-            return None
-        return f.read_at(0, size)
+    try:  # one open and one read: thousands of partitions pay each call per index
+        return disk.read_small(path, MAX_INDEX_LOAD)
+    except FileTooLarge as e:
+        seg.index_findings.append(
+            Finding(kind, file, 0, e.size, None, f"{e.size} bytes is too large")
+        )
+        return None
 
 
 def check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None:
@@ -260,7 +259,7 @@ def check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None:
     raw = _read_index(disk, path, seg, "txn_index_corrupt", file)
     if raw is None:
         return
-    problem = None
+    kafka_problem = other = None
     prev_last: int | None = None
     # past every batch the file holds in either reading: kafka mode keeps batches whose offsets
     # go back (and their markers), the strict modes cut them and drop their entries
@@ -268,29 +267,38 @@ def check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None:
     for k in range(len(raw) // TXN_ENTRY_SIZE):
         version, pid, first, last, lso = TXN_ENTRY.unpack_from(raw, k * TXN_ENTRY_SIZE)
         seg.txn_entries.append((pid, first, last, lso))
-        if problem is not None:
-            continue
-        if version > 0:
-            # `AbortedTxn.version()` is a signed short; the loader's sanity check throws a
-            # KafkaException (not a CorruptIndexException) above version 0: startup aborts
-            problem = f"entry {k} has version {version}; Kafka reads only version 0"
-            seg.txn_corrupt_for_kafka = True
-            seg.txn_kafka_fatal = problem
-        elif last < seg.base_offset:
-            problem = (
-                f"Last offset of aborted transaction (producer {pid}, last offset {last}) is less "
-                f"than start offset {seg.base_offset}"
-            )
-            seg.txn_corrupt_for_kafka = True
-        elif last >= end:
-            problem = f"entry {k} (abort marker at {last}) is past the log end {end}"
-        elif first > last:
-            problem = f"entry {k} first offset {first} is past its last offset {last}"
-        elif prev_last is not None and last <= prev_last:
-            problem = f"entry {k} last offset {last} does not increase"
+        # `AbortedTxn.version()` is `buffer.get(0)`: the first byte alone, signed
+        kafka_version = version >> 8
+        if kafka_problem is None:
+            # `TransactionIndex.sanityCheck` reads the whole entries in order until one throws:
+            # above version 0 a KafkaException (startup aborts), a last offset below the base
+            # a CorruptIndexException (the segment is recovered while loading)
+            if kafka_version > 0:
+                kafka_problem = f"entry {k} has version {kafka_version}; Kafka reads only version 0"
+                seg.txn_corrupt_for_kafka = True
+                seg.txn_kafka_fatal = kafka_problem
+            elif last < seg.base_offset:
+                kafka_problem = (
+                    f"Last offset of aborted transaction (producer {pid}, last offset {last}) is "
+                    f"less than start offset {seg.base_offset}"
+                )
+                seg.txn_corrupt_for_kafka = True
+        if other is None:
+            if version != 0 and kafka_version <= 0:
+                other = (
+                    f"entry {k} has version bytes {version & 0xFFFF:04x} where Kafka writes 0000 "
+                    f"(it reads the first byte alone, as version {kafka_version}, and loads it)"
+                )
+            elif last >= end:
+                other = f"entry {k} (abort marker at {last}) is past the log end {end}"
+            elif first > last:
+                other = f"entry {k} first offset {first} is past its last offset {last}"
+            elif prev_last is not None and last <= prev_last:
+                other = f"entry {k} last offset {last} does not increase"
         prev_last = last
-    if len(raw) % TXN_ENTRY_SIZE and problem is None:
-        problem = f"{len(raw) % TXN_ENTRY_SIZE} trailing bytes are not a whole entry"
+    if len(raw) % TXN_ENTRY_SIZE and other is None:
+        other = f"{len(raw) % TXN_ENTRY_SIZE} trailing bytes are not a whole entry"
+    problem = kafka_problem or other  # what decides Kafka's load is named first
     if problem is not None:
         seg.index_findings.append(Finding("txn_index_corrupt", file, None, len(raw), None, problem))
 

@@ -24,6 +24,9 @@ if TYPE_CHECKING:
 INT_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 _V2_MIN_LENGTH = 49  # DefaultRecordBatch.RECORD_BATCH_OVERHEAD (61) less the offset and length
+_HEADER_UP_TO_MAGIC = 17  # Records.HEADER_SIZE_UP_TO_MAGIC: less than this left ends the file
+_RECORD_OVERHEAD_V0 = 14  # LegacyRecord.RECORD_OVERHEAD_V0: the smallest size field that frames
+_V2_LAST_DELTA_END = 27  # a v2 header up to its lastOffsetDelta
 
 
 @dataclass(slots=True)
@@ -43,13 +46,14 @@ class KafkaReading:
         "on",
         "bytes",
         "last",
+        "overflow",
+        "pieces",
         "piece_base",
         "last_index_pos",
         "last_index_offset",
         "index",
         "index_error",
-        "piece",
-        "piece_start",
+        "piece_index",
         "piece_failed",
     )
 
@@ -61,6 +65,12 @@ class KafkaReading:
         self.bytes = 0
         """Bytes of the batches it keeps."""
         self.last: int | None = None
+        self.overflow = False
+        """An offset out of the segment's relative range: Kafka's recovery splits the segment."""
+        self.pieces: list[Piece] = []
+        """The pieces `LocalLog.splitOverflowedSegment` would cut the batches so far into, each
+        named by its first batch (the first piece too, not by the segment's name): kept while
+        reading, used only when `overflow` is found."""
         self.piece_base = seg.base_offset
         self.last_index_pos = 0
         self.last_index_offset: int | None = None
@@ -71,12 +81,11 @@ class KafkaReading:
         batch."""
         self.index_error: IndexFileError | None = None
         """What the index rebuild threw (it is fed nothing more after)."""
-        self.piece: RecoveryIndex | None = None
-        """Once an overflow splits the segment, the index of the piece being read: Kafka recovers
-        each piece again (spec rec §6.7 step 3), with index points of its own."""
-        self.piece_start = 0
+        self.piece_index: RecoveryIndex | None = None
+        """The index of the piece being read, as Kafka recovers each piece of a split again (spec
+        rec §6.7 step 3): `index` itself when the piece starts the segment at its base offset."""
         self.piece_failed: int | None = None
-        """After an overflow split: the base offset of the first piece whose rebuild throws."""
+        """The base offset of the first piece whose index rebuild throws."""
 
     def batch(self, position: int, first: int, last: int, size: int, ts: int | None) -> None:
         """One batch Kafka's recovery reads (only while `on`)."""
@@ -87,14 +96,16 @@ class KafkaReading:
             # kafka mode stops reading here and cuts it (spec-notes: "offsets at 2^63 - 1").
             self.on = False
             return
-        if not 0 <= last - self.piece_base <= INT_MAX:
-            if not seg.kafka_pieces:
-                seg.kafka_pieces.append(Piece(0, seg.base_offset))
+        if not self.pieces or not 0 <= last - self.piece_base <= INT_MAX:
+            # `appendFromFile` takes batches while their last offset fits the piece begun at
+            # the first batch that did not fit the one before
             self.piece_base = first
-            seg.kafka_pieces.append(Piece(position, first))
+            self.pieces.append(Piece(position, first))
             self._next_piece(first)
-        if self.bytes - self.last_index_pos > self.interval and not seg.kafka_pieces:
-            # (once Kafka must split, each piece is indexed on its own: `piece`)
+        if not self.overflow and not 0 <= last - seg.base_offset <= INT_MAX:
+            self.overflow = True  # `ensureOffsetInRange`: LogSegmentOffsetOverflowException
+        if self.bytes - self.last_index_pos > self.interval and not self.overflow:
+            # (once Kafka must split, each piece is indexed on its own: `piece_index`)
             if self.last_index_offset is not None and last <= self.last_index_offset:
                 seg.kafka_invalid_offset = True
                 self.on = False
@@ -108,31 +119,32 @@ class KafkaReading:
             try:
                 self.index.add(self.bytes, last, ts)
             except IndexFileError as e:
-                self.index, self.index_error = None, e
-        piece = self.piece
-        if piece is not None:
+                self._index_fails(e)
+        piece = self.piece_index
+        if piece is not None and piece is not self.index:
             try:
-                piece.add(self.bytes - self.piece_start, last, ts)
+                piece.add(self.bytes - self.pieces[-1].position, last, ts)
             except (InvalidOffsetError, IndexOffsetOverflowError):
-                self.piece_failed, self.piece = piece.base_offset, None  # (the first to fail)
+                self._piece_fails(piece.base_offset)
         self.bytes += size
         self.last = last
 
     def quiet_limits(self) -> tuple[int, int] | None:
         """The lowest base offset and highest last offset of a batch `batch` would only count and
-        index (None once an overflow split has begun: then each piece is followed batch by batch)."""
-        if self.seg.kafka_pieces:
+        index: in order, within the segment's relative range and the current piece's (None for
+        the first batch, which begins the first piece, and once an overflow split has begun:
+        then each piece is followed batch by batch)."""
+        if self.last is None or self.overflow:
             return None
-        floor = self.piece_base if self.last is None else max(self.piece_base, self.last + 1)
-        return floor, self.piece_base + INT_MAX
+        floor = max(self.last + 1, self.piece_base, self.seg.base_offset)
+        return floor, min(self.piece_base, self.seg.base_offset) + INT_MAX
 
     def extend(
         self, kept: int, last: int, index_pos: int, index_offset: int | None, points: bytes
     ) -> None:
         """Batches that met `quiet_limits`, read in one go (`format.batch_runs.quiet_run`): the
         bytes kept after them, the last offset, where the index was last written, and their
-        (position, last offset, max timestamp) points as native int64s, added to the index at
-        once."""
+        (position, last offset, max timestamp) points as native int64s."""
         self.bytes = kept
         self.last = last
         self.last_index_pos = index_pos
@@ -141,42 +153,96 @@ class KafkaReading:
             try:
                 self.index.add_points(points)
             except IndexFileError as e:
-                self.index, self.index_error = None, e
+                self._index_fails(e)
+        piece = self.piece_index
+        if piece is not None and piece is not self.index:
+            # (only the first piece, from byte 0, is read in quiet runs: the points are its own)
+            try:
+                piece.add_points(points)
+            except (InvalidOffsetError, IndexOffsetOverflowError):
+                self._piece_fails(piece.base_offset)
 
-    def finish(self) -> None:
+    def finish(self, disk: Disk, path: str) -> None:
         """The segment is read: can Kafka split it where an offset overflows, and would each
         piece's recovery hold?"""
         seg = self.seg
         seg.kafka_last_offset = self.last
-        if seg.kafka_pieces and not _kafka_can_split(seg.kafka_pieces, self.last, seg.base_offset):
-            seg.kafka_pieces = []
-            seg.kafka_split_fails = True
+        if self.overflow:
+            framed_last = self._split_the_rest(disk, path)
+            if framed_last is not None and _kafka_can_split(
+                self.pieces, framed_last, seg.base_offset
+            ):
+                seg.kafka_pieces = self.pieces
+            else:
+                seg.kafka_split_fails = True
+        self._close_piece()
         if seg.kafka_pieces:
-            self._close_piece()
             seg.kafka_piece_invalid = self.piece_failed
 
     def _next_piece(self, base_offset: int) -> None:
-        """An overflow splits the segment here: the piece before is read (the first piece is the
-        segment's start, whose index is the segment's so far), the next one starts."""
+        """A piece begins at this batch: the one before is read."""
         self._close_piece()
-        if self.piece_failed is None:  # (past the first piece that fails, none is looked at)
-            self.piece = RecoveryIndex(base_offset, self.interval, UNBOUNDED_INDEX)
-            self.piece_start = self.bytes
+        if self.piece_failed is not None:
+            return  # (past the first piece that fails, none is looked at)
+        starts_segment = self.bytes == 0 and base_offset == self.seg.base_offset
+        self.piece_index = (
+            self.index
+            if starts_segment and self.index is not None
+            else RecoveryIndex(base_offset, self.interval, UNBOUNDED_INDEX)
+        )
 
     def _close_piece(self) -> None:
         """Would the rebuild of the piece read so far throw (its last time entry included)?"""
-        if self.piece_failed is not None:
+        piece = self.piece_index
+        if piece is None or self.piece_failed is not None:
             return
-        # (no piece index yet: the first piece, the segment's start, is what `index` holds)
-        index, base = (self.index, self.seg.base_offset) if self.piece is None else (
-            self.piece, self.piece.base_offset
-        )  # fmt: skip
         try:
-            if index is None:
-                raise self.index_error  # what it threw while the batches passed
-            index.result()
+            piece.result()
         except (InvalidOffsetError, IndexOffsetOverflowError):
-            self.piece_failed = base
+            self._piece_fails(piece.base_offset)
+        if piece is not self.index:
+            self.piece_index = None
+
+    def _index_fails(self, e: IndexFileError) -> None:
+        """The rebuild threw; when it is the first piece's too, so did that piece's."""
+        if self.piece_index is self.index and isinstance(
+            e, (InvalidOffsetError, IndexOffsetOverflowError)
+        ):
+            self._piece_fails(self.seg.base_offset)
+        self.index, self.index_error = None, e
+
+    def _piece_fails(self, base_offset: int) -> None:
+        if self.piece_failed is None:
+            self.piece_failed = base_offset
+        if self.piece_index is not self.index:
+            self.piece_index = None
+
+    def _split_the_rest(self, disk: Disk, path: str) -> int | None:
+        """`splitOverflowedSegment` copies the whole file, not only what recovery read: the
+        batches past where it stopped, framed by their size fields alone (`FileLogInputStream`),
+        join the pieces. The last offset of the last framed batch (what `hasOverflow()` reads),
+        or None where the split throws: bytes at the end that do not frame (a torn batch:
+        NoSuchElementException; a size below 14: CorruptRecordException)."""
+        position, last = self.bytes, self.last
+        size = self.seg.size
+        with disk.open(path) as f:
+            while position < size:
+                head = f.read_at(position, _V2_LAST_DELTA_END)
+                if len(head) < _HEADER_UP_TO_MAGIC:
+                    return None
+                length = int.from_bytes(head[8:12], "big", signed=True)
+                if length < _RECORD_OVERHEAD_V0 or position + 12 + length > size:
+                    return None
+                first = int.from_bytes(head[0:8], "big", signed=True)
+                last = first  # a legacy message's offset field is its last offset
+                if head[16] >= 2 and len(head) == _V2_LAST_DELTA_END:
+                    last = first + int.from_bytes(head[23:27], "big", signed=True)
+                    last = (last + 2**63) % 2**64 - 2**63  # Java's long arithmetic wraps
+                if not 0 <= last - self.piece_base <= INT_MAX:
+                    self.piece_base = first
+                    self.pieces.append(Piece(position, first))
+                position += 12 + length
+        return last
 
     def rebuild_indexes(self, existing: tuple[bytes, bytes] | None) -> None:
         """The indexes Kafka's recovery writes for what it keeps, where kafka mode will replace
@@ -197,6 +263,7 @@ class KafkaReading:
                     # indexes that agree with the log can still differ from Kafka's rebuild
                     # (entries a crash lost, another index.interval.bytes)
                     seg.kafka_index_differs = kafka_index != existing
+                    seg.kafka_index_checked = True
                     rewrite = rewrite or seg.kafka_index_differs
                 if rewrite:  # kept only where used, so memory follows the damage
                     seg.kafka_indexes = kafka_index
@@ -207,7 +274,6 @@ class KafkaReading:
                 # index points): Kafka's recovery throws InvalidOffsetException and empties the
                 # segment.
                 seg.kafka_invalid_offset = True
-        self.index = None
         seg.kafka_valid_bytes = 0 if seg.kafka_invalid_offset else self.bytes
         if seg.kafka_invalid_offset:
             seg.kafka_last_offset = None

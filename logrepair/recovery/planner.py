@@ -5,7 +5,7 @@ from __future__ import annotations
 from ..storage import layout
 from ..storage.layout import TopicPartition, printable
 from .loss import checkpointed, plan_losses
-from .modes import kafka, point_in_time, salvage
+from .modes import kafka, kraft, point_in_time, salvage
 from .modes.checkpoints import plan_checkpoints
 from .modes.finish import finish_partition
 from .modes.flush import plan_flush
@@ -129,6 +129,7 @@ def _plan_partition(
     if mode != "kafka":
         pp.start_from_data()
     finish_partition(pp, epochs_from=epochs_from, mode=mode)
+    kraft.note_metadata_log_start(pp)
     # Where kafka mode leaves offsets going back, Kafka's log end (after the last batch) and
     # verify's (after the last batch in order) differ: checkpoints are held to the lower one,
     # the safe side (more recovery, a lower high watermark).

@@ -19,7 +19,8 @@ from ..storage.producer_state import ProducerState, ProducerStateError
 from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 from . import indexes
 from .plan import Action, Plan
-from .scan import LogDirScan
+from .scan import LogDirScan, PartitionScan
+from .segment_scan import SegmentScan
 
 
 def txn_entries_by_segment(
@@ -80,14 +81,17 @@ def txn_entries_by_segment(
 
 
 def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
-    """Rebuild actions for every index that differs from what the log says it should be."""
+    """Rebuild actions for every index that differs from what the log says it should be.
+
+    What the scan already established is not read again: a segment whose batches it read whole
+    has had its indexes held against the same rebuild, and a partition without a transactional
+    batch has no aborted transaction to replay."""
     plan = Plan("rebuild-index", scan.root)
     for p in scan.partitions:
         if p.left_alone is not None:
             plan.notes.append(f"{printable(p.rel or p.path)}: left as it is: {p.left_alone}")
             continue
-        bases = [s.base_offset for s in p.segments]
-        txn, problems = txn_entries_by_segment(disk, p.path, bases, p.settings.max_batch_size)
+        txn, problems = _txn_entries(disk, p)
         plan.notes.extend(problems)
         for seg in p.segments:
             if seg.misnamed or any(f.kind == "offset_overflow" for f in seg.findings):
@@ -96,24 +100,7 @@ def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
                     "cannot be built (repair --mode salvage renames or splits the segment)"
                 )
                 continue
-            log = join(p.path, layout.log_file_name(seg.base_offset))
-            wanted = dict(
-                indexes.rebuild(
-                    disk,
-                    log,
-                    p.settings.index_interval_bytes,
-                    verify_crc=True,
-                    max_batch_size=p.settings.max_batch_size,
-                )
-            )
-            stem = seg.name[: -len(layout.LOG_SUFFIX)]
-            stale = False
-            for path, content in wanted.items():
-                suffix = path[path.rindex(".") :]
-                current = stem + suffix
-                if current.rpartition("/")[2] not in p.files or disk.read_file(path) != content:
-                    stale = True
-            if stale:
+            if _indexes_stale(disk, p, seg):
                 plan.actions.append(
                     Action(
                         "rebuild_indexes",
@@ -122,6 +109,7 @@ def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
                         index_interval_bytes=p.settings.index_interval_bytes,
                     )
                 )
+            stem = seg.name[: -len(layout.LOG_SUFFIX)]
             txn_name = stem + layout.TXN_INDEX_SUFFIX
             txn_path = join(p.path, layout.txn_index_file_name(seg.base_offset))
             exists = txn_name.rpartition("/")[2] in p.files
@@ -136,3 +124,45 @@ def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
                     )
                 )
     return plan
+
+
+def _read_whole(seg: SegmentScan) -> bool:
+    """The scan read every byte of the segment as batches Kafka's recovery keeps, and found
+    nothing to report: a rebuild would read exactly those batches again."""
+    return not seg.findings and not seg.kafka_pieces and seg.kafka_valid_bytes == seg.size
+
+
+def _swaps(p: PartitionScan) -> bool:
+    """`.swap` files in the dir: the scan may have read an index's swap in its place (as Kafka's
+    loader renames it in), where the rebuild compares with the file under its own name."""
+    return any(f.endswith(layout.SWAP_SUFFIX) for f in p.files)
+
+
+def _txn_entries(disk: Disk, p: PartitionScan) -> tuple[dict[int, bytes], list[str]]:
+    """`txn_entries_by_segment` of the partition; nothing to replay (no entry anywhere) when the
+    scan read every segment whole and met no transactional batch."""
+    if all(_read_whole(seg) and not seg.has_txn_batches for seg in p.segments):
+        return {}, []
+    bases = [s.base_offset for s in p.segments]
+    return txn_entries_by_segment(disk, p.path, bases, p.settings.max_batch_size)
+
+
+def _indexes_stale(disk: Disk, p: PartitionScan, seg: SegmentScan) -> bool:
+    """Whether the segment's offset or time index is missing or not the bytes the rebuild
+    writes; from the scan's own comparison where it made one over the same batches."""
+    if seg.kafka_index_checked and _read_whole(seg) and not _swaps(p):
+        return seg.kafka_index_differs
+    log = join(p.path, layout.log_file_name(seg.base_offset))
+    wanted = indexes.rebuild(
+        disk,
+        log,
+        p.settings.index_interval_bytes,
+        verify_crc=True,
+        max_batch_size=p.settings.max_batch_size,
+    )
+    stem = seg.name[: -len(layout.LOG_SUFFIX)]
+    for path, content in wanted:
+        current = stem + path[path.rindex(".") :]
+        if current.rpartition("/")[2] not in p.files or disk.read_file(path) != content:
+            return True
+    return False

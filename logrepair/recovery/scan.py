@@ -19,6 +19,7 @@ from ..storage import layout
 from ..storage.disk import SPECIAL_TYPES, Disk, join
 from ..storage.layout import FileKind, TopicPartition, printable
 from ..storage.logdir import is_log_dir as is_kafka_log_dir
+from ..storage.producer_snapshot import ProducerSnapshotEntry
 from .findings import Finding
 from .segment_scan import SegmentScan, scan_segment
 from .settings import Settings
@@ -53,6 +54,9 @@ class Snapshot:
     offset: int
     file: str
     corrupt: str | None
+    entries: tuple[ProducerSnapshotEntry, ...] | None = None
+    """The producers it holds, when it decodes: kafka mode's producer-state replay starts from
+    them instead of reading the file again."""
 
 
 @dataclass(slots=True)
@@ -325,7 +329,7 @@ def _scan_log_dir_entry(
             result.findings.append(Finding("stray_directory", name, detail=why))
             return
         result.partitions.append(
-            _scan_partition(disk, p, name, name, settings, result.checkpoints, progress)
+            _scan_partition(disk, p, name, name, settings, result.checkpoints, progress, parsed)
         )
         return
     if kind != "file":
@@ -354,12 +358,13 @@ def _scan_partition(
     settings: Settings,
     checkpoints: Checkpoints | None,
     progress: Progress | None,
+    parsed: layout.PartitionDirName | None = None,
 ) -> PartitionScan:
     """A partition dir's steps, in the order Kafka's loader takes them: which files are there →
     the segments in offset order (and the offsets missing between them) → the swap files of an
     interrupted operation → indexes with no segment → producer snapshots and leader epochs held
     against the log end."""
-    p = _partition(disk, path, rel, name, settings, checkpoints)
+    p = _partition(disk, path, rel, name, settings, checkpoints, parsed)
     files = _sort_files(disk, p)
     _scan_segments(disk, p, files, progress)
     _check_holes(p)
@@ -377,10 +382,12 @@ def _partition(
     name: str,
     settings: Settings,
     checkpoints: Checkpoints | None,
+    parsed: layout.PartitionDirName | None,
 ) -> PartitionScan:
-    """The partition the dir's name says, with its topic's settings and checkpoint entries."""
+    """The partition the dir's name says (`parsed`: already parsed), with its topic's settings
+    and checkpoint entries."""
     try:
-        parsed = layout.parse_partition_dir_name(name, path)
+        parsed = parsed or layout.parse_partition_dir_name(name, path)
         topic, partition, dir_kind = (
             parsed.topic_partition.topic,
             parsed.topic_partition.partition,
@@ -390,7 +397,9 @@ def _partition(
         topic, partition, dir_kind = name, -1, "unknown"
     p = PartitionScan(path, rel, topic, partition, dir_kind, disk=disk)
     p.settings = settings.for_topic(topic)
-    if checkpoints is not None:
+    # (KRaft's metadata log is no LogManager log: the raft layer loads it from offset 0 and log
+    # start 0 at every start, whatever the checkpoints say; `modes/kraft.py`)
+    if checkpoints is not None and topic != layout.CLUSTER_METADATA_TOPIC:
         tp = p.tp
         p.recovery_point = (checkpoints.recovery_points or {}).get(tp)
         p.log_start_checkpoint = (checkpoints.log_start_offsets or {}).get(tp)
@@ -439,23 +448,24 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
     read, and a finding for each entry Kafka would not load as it is."""
     files = _PartitionFiles()
     for fname, file_type in disk.list_dir_types(p.path):
-        fpath = join(p.path, fname)
-        kind, finding, link = _look(disk, fpath, p.file(fname), p.settings, file_type)
-        if finding is not None:
-            p.findings.append(finding)
-        if link is not None:
-            p.links.append(link)
-        if kind in ("symlink", "special"):
-            _leave_alone(p, finding)
-            files.unread.add(fname)
-            continue
-        if kind == "dir":
-            p.findings.append(
-                Finding("stray_file", p.file(fname), detail="a directory; Kafka ignores it")
-            )
-            continue
-        if kind != "file":
-            continue  # gone since the listing
+        if file_type != "file":  # (a regular file needs no look: the listing said what it is)
+            fpath = join(p.path, fname)
+            kind, finding, link = _look(disk, fpath, p.file(fname), p.settings, file_type)
+            if finding is not None:
+                p.findings.append(finding)
+            if link is not None:
+                p.links.append(link)
+            if kind in ("symlink", "special"):
+                _leave_alone(p, finding)
+                files.unread.add(fname)
+                continue
+            if kind == "dir":
+                p.findings.append(
+                    Finding("stray_file", p.file(fname), detail="a directory; Kafka ignores it")
+                )
+                continue
+            if kind != "file":
+                continue  # gone since the listing
         p.files.append(fname)
         fn = layout.classify_partition_file(fname)
         if fn.blocks_kafka_load or (fn.offset is not None and not fn.canonical and not fn.leftover):
@@ -468,7 +478,7 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
                 Finding(
                     _LEFTOVER_KINDS[fn.leftover],
                     p.file(fname),
-                    length=disk.size(fpath),
+                    length=disk.size(join(p.path, fname)),
                     offset=fn.offset,
                 )
             )
@@ -487,7 +497,7 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
                 Finding(
                     "tmp_leftover",
                     p.file(fname),
-                    length=disk.size(fpath),
+                    length=disk.size(join(p.path, fname)),
                     detail="left by an interrupted write",
                 )
             )
@@ -498,9 +508,9 @@ def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
         elif fn.kind is FileKind.SNAPSHOT:
             p.snapshots.append(Snapshot(fn.offset, fname, None))
         elif fn.kind is FileKind.LEADER_EPOCH_CHECKPOINT:
-            load_leader_epochs(disk, fpath, p)
+            load_leader_epochs(disk, join(p.path, fname), p)
         elif fn.kind is FileKind.PARTITION_METADATA:
-            check_partition_metadata(disk, fpath, p, fname)
+            check_partition_metadata(disk, join(p.path, fname), p, fname)
         elif fn.kind is FileKind.UNKNOWN:
             p.findings.append(
                 Finding("stray_file", p.file(fname), detail="not a file Kafka keeps here")
@@ -553,8 +563,10 @@ def _scan_segments(
         if progress is not None:
             progress(seg.size)
         for k, suffix in ((0, layout.INDEX_SUFFIX), (1, layout.TIME_INDEX_SUFFIX)):
+            if idx[k] is not None:
+                continue
             name = layout.segment_file_name(base, suffix)
-            if idx[k] is None and name not in files.unread:
+            if name not in files.unread:
                 p.findings.append(
                     Finding(
                         "index_missing",

@@ -120,6 +120,9 @@ class SegmentScan:
     damage), as a segment of its own named by its first offset, which is what salvage's split
     makes of it; computed in the pass, so the split's new segment is not read again. A run
     cut after the pass (a stale tail) no longer matches its key."""
+    kafka_index_checked: bool = False
+    """The offset and time index files were held byte for byte against Kafka's rebuild
+    (`kafka_index_differs` says how that went): rebuild-index plans from it without a reread."""
 
     @property
     def first_offset(self) -> int | None:
@@ -191,7 +194,7 @@ def scan_segment(
     )  # fmt: skip
     _read_batches(disk, path, max_batch_size, deep, strict, kafka, index_checks)
     strict.finish()
-    kafka.finish()
+    kafka.finish(disk, path)
     index_checks.finish(disk)
     kafka.rebuild_indexes(index_checks.raw())
     return seg

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ..storage import layout
-from ..storage.checkpoints import CheckpointError, read_offsets
+from ..storage.checkpoints import MAX_CHECKPOINT_BYTES, CheckpointError, read_offsets
 from ..storage.disk import Disk, join
 from ..storage.layout import TopicPartition
 from ..storage.leader_epoch import read_leader_epochs
@@ -49,8 +49,8 @@ def read_root_checkpoints(
         if name not in names:
             continue
         try:
-            check_size(disk, join(root, name))
-            setattr(out, attr, read_offsets(disk, join(root, name)))
+            offsets = read_offsets(disk, join(root, name), limit=MAX_CHECKPOINT_BYTES)
+            setattr(out, attr, offsets)
         except CheckpointError as e:
             consequence = {
                 "recovery_points": "Kafka resets every recovery point to 0",
@@ -122,8 +122,7 @@ def check_checkpoint_bounds(result: LogDirScan) -> None:
 
 def check_partition_metadata(disk: Disk, path: str, p: PartitionScan, fname: str) -> None:
     try:
-        check_size(disk, path)
-        read_partition_metadata(disk, path)
+        read_partition_metadata(disk, path, limit=MAX_CHECKPOINT_BYTES)
     except CheckpointError as e:
         p.findings.append(
             Finding(
@@ -143,6 +142,7 @@ def check_snapshots(disk: Disk, p: PartitionScan) -> None:
     for snap in p.snapshots:
         try:
             entries = read_snapshot(disk, join(p.path, snap.file))
+            snap.entries = tuple(entries)
             late = [e for e in entries if e.last_offset >= snap.offset]
             if late:
                 raise CorruptSnapshotError(
@@ -171,20 +171,10 @@ def check_snapshots(disk: Disk, p: PartitionScan) -> None:
             )
 
 
-MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024
-"""Checkpoint files are read whole; one larger than this is reported unread, not loaded."""
-
-
-def check_size(disk: Disk, path: str) -> None:
-    size = disk.size(path)
-    if size > MAX_CHECKPOINT_BYTES:
-        raise CheckpointError(path, f"{size} bytes is not a checkpoint file Kafka wrote")
-
-
 def load_leader_epochs(disk: Disk, path: str, p: PartitionScan) -> None:
     try:
-        check_size(disk, path)
-        p.leader_epochs = [(e.epoch, e.start_offset) for e in read_leader_epochs(disk, path)]
+        entries = read_leader_epochs(disk, path, limit=MAX_CHECKPOINT_BYTES)
+        p.leader_epochs = [(e.epoch, e.start_offset) for e in entries]
     except CheckpointError as e:
         p.leader_epoch_malformed = e.message
         p.findings.append(

@@ -58,7 +58,12 @@ class TxnReplay:
     """The replay of one partition; `recover` once per recovered segment, in Kafka's order."""
 
     def __init__(
-        self, disk: Disk, path: str, log_start: int, snapshots: dict[int, str], max_batch: int
+        self,
+        disk: Disk,
+        path: str,
+        log_start: int,
+        snapshots: dict[int, str | ProducerState],
+        max_batch: int,
     ) -> None:
         self.disk = disk
         self.path = path

@@ -11,12 +11,13 @@ watermarks, cleaner offsets) share one entry format, `<topic> <partition> <offse
 from __future__ import annotations
 
 import codecs
+import itertools
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
 from . import java_text
-from .disk import Disk
+from .disk import Disk, DiskFile, FileTooLarge
 from .layout import TopicPartition
 
 _WHITE_SPACE = re.compile(r"\s")
@@ -25,6 +26,8 @@ OFFSET_CHECKPOINT_VERSION = 0
 # Far beyond any real line (a topic name is at most 249 characters) or file of this kind.
 MAX_LINE_LENGTH = 1 << 16
 MAX_SMALL_FILE_SIZE = 1 << 20
+MAX_CHECKPOINT_BYTES = 64 * 1024 * 1024
+"""A checkpoint larger than this is reported unread, not loaded (the `limit` of a whole read)."""
 _READ_CHUNK = 1 << 16
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")
 
@@ -62,49 +65,89 @@ class EntryFormatError(ValueError):
         self.structural = structural
 
 
-def iter_lines(disk: Disk, path: str) -> Iterator[str]:
+def iter_lines(disk: Disk, path: str, *, limit: int | None = None) -> Iterator[str]:
     """The lines of a text file as Java's `BufferedReader.readLine` gives them (`\n`, `\r` or
     `\r\n` end a line), read in chunks: a garbage file costs one chunk and one line of memory,
-    and a line longer than any checkpoint holds is malformed."""
+    and a line longer than any checkpoint holds is malformed.
+
+    With `limit`, the file is read whole in one call (a partition's small state files, thousands
+    of them in a log dir) and one larger than `limit` is malformed."""
+    if limit is None:
+        with disk.open(path) as f:
+            yield from _lines(_chunks(f), path)
+        return
+    try:
+        data = disk.read_small(path, limit)
+    except FileTooLarge as e:
+        raise CheckpointError(
+            path, f"{e.size} bytes is not a checkpoint file Kafka wrote"
+        ) from None
+    if len(data) <= _READ_CHUNK:  # one chunk: no line can pass the limit
+        try:
+            lines = _LINE_BREAK.split(data.decode("utf-8"))
+        except UnicodeDecodeError:
+            pass  # (the chunked reading says at which line)
+        else:
+            last = lines.pop()
+            yield from lines
+            if last:
+                yield last
+            return
+    yield from _lines((data[i : i + _READ_CHUNK] for i in range(0, len(data), _READ_CHUNK)), path)
+
+
+def _chunks(f: DiskFile) -> Iterator[bytes]:
+    """The file in chunks, up to the first short one (a read is short only at the end)."""
+    position = 0
+    while True:
+        chunk = f.read_at(position, _READ_CHUNK)
+        if chunk:
+            yield chunk
+        if len(chunk) < _READ_CHUNK:
+            return
+        position += len(chunk)
+
+
+def _lines(chunks: Iterable[bytes], path: str) -> Iterator[str]:
     decoder = codecs.getincrementaldecoder("utf-8")()
     number = 0
     pending = ""
-    with disk.open(path) as f:
-        position = 0
-        while True:
-            chunk = f.read_at(position, _READ_CHUNK)
-            position += len(chunk)
-            final = not chunk
-            try:
-                pending += decoder.decode(chunk, final=final)
-            except UnicodeDecodeError as e:
-                raise CheckpointError(
-                    path, f"Checkpoint file [{path}] is not UTF-8 text: {e}", line_number=number + 1
-                ) from None
-            held = "" if final or not pending.endswith("\r") else "\r"  # may be half a \r\n
-            lines = _LINE_BREAK.split(pending[: len(pending) - len(held)])
-            pending = lines.pop() + held
-            for line in lines:
-                number += 1
-                yield line
-            if len(pending) > MAX_LINE_LENGTH:
-                raise CheckpointError(
-                    path,
-                    f"Malformed line in checkpoint file [{path}]: {pending[:80]}... (a line of "
-                    f"more than {MAX_LINE_LENGTH} characters)",
-                    line_number=number + 1,
-                )
-            if final:
-                if pending:
-                    yield pending
-                return
+    for chunk in itertools.chain(chunks, (b"",)):
+        final = not chunk
+        try:
+            pending += decoder.decode(chunk, final=final)
+        except UnicodeDecodeError as e:
+            raise CheckpointError(
+                path, f"Checkpoint file [{path}] is not UTF-8 text: {e}", line_number=number + 1
+            ) from None
+        held = "" if final or not pending.endswith("\r") else "\r"  # may be half a \r\n
+        lines = _LINE_BREAK.split(pending[: len(pending) - len(held)])
+        pending = lines.pop() + held
+        for line in lines:
+            number += 1
+            yield line
+        if len(pending) > MAX_LINE_LENGTH:
+            raise CheckpointError(
+                path,
+                f"Malformed line in checkpoint file [{path}]: {pending[:80]}... (a line of "
+                f"more than {MAX_LINE_LENGTH} characters)",
+                line_number=number + 1,
+            )
+    if pending:
+        yield pending
 
 
 def read_checkpoint(
-    disk: Disk, path: str, version: int, parse_entry: Callable[[str], T]
+    disk: Disk,
+    path: str,
+    version: int,
+    parse_entry: Callable[[str], T],
+    *,
+    limit: int | None = None,
 ) -> list[T]:
-    """Kafka's `CheckpointReadBuffer.read`, entry by entry, in file order."""
-    lines = iter_lines(disk, path)
+    """Kafka's `CheckpointReadBuffer.read`, entry by entry, in file order (`limit` as for
+    `iter_lines`)."""
+    lines = iter_lines(disk, path, limit=limit)
 
     def malformed(n: int, line: str, structural: bool = True) -> CheckpointError:
         return CheckpointError(
@@ -154,11 +197,12 @@ def read_checkpoint(
 
 def read_small_file(disk: Disk, path: str, limit: int = MAX_SMALL_FILE_SIZE) -> bytes:
     """A whole metadata file, refused past `limit` bytes: no real one comes near it."""
-    with disk.open(path) as f:
-        size = f.size()
-        if size > limit:
-            raise CheckpointError(path, f"{path} has {size} bytes, more than a {limit}-byte limit")
-        return f.read_at(0, size)
+    try:
+        return disk.read_small(path, limit)
+    except FileTooLarge as e:
+        raise CheckpointError(
+            path, f"{path} has {e.size} bytes, more than a {limit}-byte limit"
+        ) from None
 
 
 def format_checkpoint(version: int, lines: list[str]) -> bytes:
@@ -178,17 +222,19 @@ def parse_offset_entry(line: str) -> tuple[TopicPartition, int]:
     return TopicPartition(parts[0], partition), offset
 
 
-def read_offset_entries(disk: Disk, path: str) -> list[tuple[TopicPartition, int]]:
+def read_offset_entries(
+    disk: Disk, path: str, *, limit: int | None = None
+) -> list[tuple[TopicPartition, int]]:
     """Entries in file order, duplicates included (a verifier reports them)."""
-    return read_checkpoint(disk, path, OFFSET_CHECKPOINT_VERSION, parse_offset_entry)
+    return read_checkpoint(disk, path, OFFSET_CHECKPOINT_VERSION, parse_offset_entry, limit=limit)
 
 
-def read_offsets(disk: Disk, path: str) -> dict[TopicPartition, int]:
+def read_offsets(disk: Disk, path: str, *, limit: int | None = None) -> dict[TopicPartition, int]:
     """The map Kafka builds: a later duplicate wins.
 
     A missing file is FileNotFoundError: Kafka would create it empty, which a read-only tool must not;
     the caller decides what a missing file means (rec §7.4)."""
-    return dict(read_offset_entries(disk, path))
+    return dict(read_offset_entries(disk, path, limit=limit))
 
 
 def format_offsets(offsets: Mapping[TopicPartition, int]) -> bytes:

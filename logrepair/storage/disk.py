@@ -201,6 +201,16 @@ class Disk(ABC):
         with self.open(path) as f:
             return f.read_at(0, f.size())
 
+    def read_small(self, path: str, limit: int) -> bytes:
+        """The whole of a file expected to be small (an index, a checkpoint, a snapshot);
+        `FileTooLarge`, carrying the size, past `limit` bytes. A scan of thousands of partitions
+        reads several per partition, so an implementation does it in as few calls as it can."""
+        with self.open(path) as f:
+            size = f.size()
+            if size > limit:
+                raise FileTooLarge(path, size)
+            return f.read_at(0, size)
+
     def write_file_atomic(self, path: str, data: bytes, *, tmp: str | None = None) -> None:
         """Kafka's checkpoint write: `<path>.tmp` (or `tmp`), fsync, rename over `path`, fsync the
         directory."""
@@ -220,6 +230,15 @@ SPECIAL_TYPES = {
     "block_device": "a block device",
 }
 """File-system objects that are neither regular files, directories nor symlinks, described."""
+
+
+class FileTooLarge(OSError):
+    """`Disk.read_small` of a file larger than the caller's limit: `size` says how large."""
+
+    def __init__(self, path: str, size: int) -> None:
+        super().__init__(f"{path}: {size} bytes")
+        self.path = path
+        self.size = size
 
 
 @dataclass(frozen=True, slots=True)

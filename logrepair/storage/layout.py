@@ -7,6 +7,7 @@ deleted: what Kafka does not own may be the operator's.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -70,10 +71,9 @@ class LayoutError(ValueError):
 
 
 def filename_prefix_from_offset(offset: int) -> str:
-    """The 20-digit, zero-padded base offset Kafka puts before every segment file's suffix."""
-    if offset < 0:
-        raise ValueError(f"offset must not be negative: {offset}")
-    return f"{offset:020d}"
+    """The 20-digit, zero-padded base offset Kafka puts before every segment file's suffix (a
+    negative one, parsed from a name such as `-5.log`, as Kafka's NumberFormat writes it)."""
+    return f"{offset:020d}" if offset >= 0 else f"-{-offset:020d}"
 
 
 def offset_from_file_name(name: str) -> int:
@@ -140,8 +140,14 @@ _SEGMENT_KINDS = {
     TXN_INDEX_SUFFIX: FileKind.TXN_INDEX,
     SNAPSHOT_SUFFIX: FileKind.SNAPSHOT,
 }
+_SEGMENT_SUFFIXES = {kind: suffix for suffix, kind in _SEGMENT_KINDS.items()}
 _LEFTOVERS = (DELETED_SUFFIX, CLEANED_SUFFIX, SWAP_SUFFIX)
 _KRAFT_SNAPSHOT = re.compile(r"(\d{20})-(\d{10})\.checkpoint")
+# The names Kafka writes for a segment's files (and their leftovers), classified without the
+# general parse: most of the names in a log dir of thousands of partitions are these.
+_CANONICAL_SEGMENT_FILE = re.compile(
+    r"([0-9]{20})(\.log|\.index|\.timeindex|\.txnindex|\.snapshot)(\.deleted|\.cleaned|\.swap)?"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,14 +171,23 @@ class FileName:
     @property
     def canonical(self) -> bool:
         """False for names Kafka accepts but never writes, such as `5.log` for base offset 5."""
-        if self.offset is None or self.kind not in _SEGMENT_KINDS.values():
+        suffix = _SEGMENT_SUFFIXES.get(self.kind)
+        if self.offset is None or suffix is None:
             return True
-        suffix = next(s for s, k in _SEGMENT_KINDS.items() if k is self.kind)
+        if self.offset < 0:  # Long.parseLong("-5"): a name Kafka parses but can never write
+            return False
         return self.name == segment_file_name(self.offset, suffix, self.leftover or "")
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def classify_partition_file(name: str) -> FileName:
-    """Classifies a regular file found in a partition directory (spec fmt §5.1, rec §6.2)."""
+    """Classifies a regular file found in a partition directory (spec fmt §5.1, rec §6.2).
+
+    Remembered: the scan, the planner and its modes each ask about the same names, and most
+    names recur in every partition dir of a log dir (`00000000000000000000.log`)."""
+    m = _CANONICAL_SEGMENT_FILE.fullmatch(name)
+    if m is not None and int(m[1]) < 2**63:  # (Long.parseLong takes no more)
+        return FileName(name, _SEGMENT_KINDS[m[2]], offset=int(m[1]), leftover=m[3])
     if name.endswith(TMP_SUFFIX):
         inner = name[: -len(TMP_SUFFIX)]
         if inner in (LEADER_EPOCH_CHECKPOINT, PARTITION_METADATA_FILE, QUORUM_STATE_FILE):
@@ -219,6 +234,12 @@ def classify_partition_file(name: str) -> FileName:
         fatal = leftover != DELETED_SUFFIX
         detail = f"{e}; Kafka fails to load the partition" if fatal else str(e)
         return FileName(name, kind, leftover=leftover, blocks_kafka_load=fatal, detail=detail)
+    if offset < 0:
+        detail = (
+            f"a negative base offset ({offset}); Kafka never reads it (it opens an empty segment "
+            f"{segment_file_name(offset, suffix)} beside it)"
+        )
+        return FileName(name, kind, offset=offset, leftover=leftover, detail=detail)
     return FileName(name, kind, offset=offset, leftover=leftover)
 
 

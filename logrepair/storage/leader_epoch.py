@@ -39,9 +39,12 @@ def parse_epoch_entry(line: str) -> EpochEntry:
         raise EntryFormatError(False, str(e)) from None
 
 
-def read_leader_epochs(disk: Disk, path: str) -> list[EpochEntry]:
-    """The entries as written, in file order (CheckpointError if malformed)."""
-    return read_checkpoint(disk, path, LEADER_EPOCH_CHECKPOINT_VERSION, parse_epoch_entry)
+def read_leader_epochs(disk: Disk, path: str, *, limit: int | None = None) -> list[EpochEntry]:
+    """The entries as written, in file order (CheckpointError if malformed; `limit` as for
+    `checkpoints.iter_lines`)."""
+    return read_checkpoint(
+        disk, path, LEADER_EPOCH_CHECKPOINT_VERSION, parse_epoch_entry, limit=limit
+    )
 
 
 def format_leader_epochs(entries: list[EpochEntry]) -> bytes:

@@ -75,10 +75,13 @@ def write_partition_metadata(disk: Disk, path: str, topic_id: bytes) -> None:
     disk.write_file_atomic(path, encode_partition_metadata(topic_id))
 
 
-def read_partition_metadata(disk: Disk, path: str) -> PartitionMetadata:
+def read_partition_metadata(
+    disk: Disk, path: str, *, limit: int | None = None
+) -> PartitionMetadata:
     """`PartitionMetadataReadBuffer.read`: two lines, each split on `:\\s+` into exactly two parts
-    (key names are not checked); lines after the second are ignored, as in Kafka."""
-    lines = list(itertools.islice(iter_lines(disk, path), 2))
+    (key names are not checked); lines after the second are ignored, as in Kafka. (`limit` as for
+    `checkpoints.iter_lines`.)"""
+    lines = list(itertools.islice(iter_lines(disk, path, limit=limit), 2))
 
     def malformed(n: int) -> CheckpointError:
         return CheckpointError(

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..format.crc import crc32c
-from .disk import Disk
+from .disk import Disk, FileTooLarge
 
 VERSION = 1
 CRC_OFFSET = 2
@@ -71,15 +71,15 @@ _READ_WHOLE = 1 << 16
 
 def read_snapshot(disk: Disk, path: str) -> list[ProducerSnapshotEntry]:
     """Reads in bounded chunks: a garbage file costs no memory, only a valid one its entries (a
-    small file is read in one call)."""
-    with disk.open(path) as f:
-        size = f.size()
+    small file is read whole, in one call)."""
+    try:
         try:
-            if size <= _READ_WHOLE:
-                return decode_snapshot(f.read_at(0, size))
-            return _decode(f.read_at, size)
-        except CorruptSnapshotError as e:
-            raise CorruptSnapshotError(f"{e} ({path})") from None
+            return decode_snapshot(disk.read_small(path, _READ_WHOLE))
+        except FileTooLarge:
+            with disk.open(path) as f:
+                return _decode(f.read_at, f.size())
+    except CorruptSnapshotError as e:
+        raise CorruptSnapshotError(f"{e} ({path})") from None
 
 
 def _decode(

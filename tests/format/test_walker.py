@@ -84,6 +84,25 @@ def test_torn_tail(resync: bool) -> None:
 
 
 @pytest.mark.parametrize("resync", [False, True])
+@pytest.mark.parametrize("magic", [0, 1, 2])
+def test_a_cut_header_is_a_torn_tail_only_at_an_offset_that_could_be_next(resync, magic) -> None:
+    """Junk whose magic byte happens to be 0-2 (1 in 85 random tails) is not a write cut short:
+    a torn batch holds records (a repair that removes it loses them), junk holds none."""
+    data, _ = make_segment()  # next offset 12
+    for base, kind in [
+        (12, "torn_tail"),
+        (40, "torn_tail"),
+        (11, "garbage_tail"),
+        (-5, "garbage_tail"),
+    ]:
+        head = struct.pack(">qib", base, 5000, magic) + bytes(60)
+        items = list(Walker(data + head, resync=resync))
+        assert summary(items)[-1] == (kind, len(data), len(head)), (base, items[-1].detail)
+        if kind == "garbage_tail":
+            assert "where the next offset is 12" in items[-1].detail
+
+
+@pytest.mark.parametrize("resync", [False, True])
 def test_zero_filled_tail(resync: bool) -> None:
     data, _ = make_segment()
     items = list(Walker(data + bytes(4096), resync=resync))

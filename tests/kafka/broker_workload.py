@@ -26,6 +26,8 @@ from kafka.admin import KafkaAdminClient, NewTopic
 from kafka.errors import CorruptRecordError, KafkaTimeoutError
 from kafka.structs import OffsetAndMetadata
 
+from logrepair.decoders import decode_transaction_record
+
 from . import harness
 from .broker import Broker
 
@@ -426,6 +428,28 @@ def wait_for_stable(bootstrap: str, topics: tuple[str, ...], timeout: float = 30
     finally:
         consumer.close()
         other.close()
+
+
+def transaction_states(bootstrap: str) -> dict[str, str]:
+    """{transactional id: its state} as the coordinators' `__transaction_state` log says last."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap, enable_auto_commit=False)
+    try:
+        parts = _partitions(consumer, ("__transaction_state",))
+        consumer.assign(parts)
+        consumer.seek_to_beginning()
+        ends = consumer.end_offsets(parts)
+        states: dict[str, str] = {}
+        deadline = time.monotonic() + 30
+        while any(consumer.position(tp) < ends[tp] for tp in parts):
+            if time.monotonic() > deadline:
+                raise TimeoutError("__transaction_state not read to its end in 30s")
+            for records in consumer.poll(200).values():
+                for r in records:
+                    txn = decode_transaction_record(r.key, r.value)
+                    states[txn.transactional_id] = txn.value.state if txn.value else "expired"
+        return states
+    finally:
+        consumer.close()
 
 
 def end_offsets(bootstrap: str, topics: tuple[str, ...]) -> dict[str, int]:

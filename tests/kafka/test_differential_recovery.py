@@ -74,6 +74,10 @@ PINNED = {
     ),
     "indexes agreeing with the log in a segment with other findings: Kafka's bytes": (400, 2487),
     "an ABORT marker whose magic byte rotted is replayed (Kafka keeps it)": (400, 3491),
+    "txnindex entry version bytes 00 1f: Kafka reads the first byte alone (0) and loads it": (
+        500,
+        4122,
+    ),
     "a time index's .swap beside its renamed-in segment: Kafka 4.1.1 renames it in": (500, 1235),
     "index swaps renamed in: no recovery at load, a zeroed block below the recovery point kept": (
         500,
@@ -206,18 +210,3 @@ def test_departure_leader_epochs_as_kafkas_next_load_writes_them(kafka_recover, 
     ours = work_dir / "b" / "kafka-logs" / "sim-0" / layout.LEADER_EPOCH_CHECKPOINT
     assert kafka_once.read_text() == "0\n0\n"
     assert kafka_twice.read_text() == ours.read_text() == "0\n1\n0 20\n"
-
-
-# Divergences the last long run (`--seed 500`, 4,990 cases) found and that are not resolved yet
-# (docs/spec-notes.md, "Open"); strict, so a fix (or a change in them) is noticed.
-OPEN = {
-    "txnindex entry of version 31 that Kafka 4.1.1 loads without the KafkaException": (500, 4122),
-}
-
-
-@pytest.mark.xfail(strict=True, reason="open divergence, docs/spec-notes.md")
-@pytest.mark.parametrize("seed, n", list(OPEN.values()), ids=list(OPEN))
-def test_open_divergences(seed, n, kafka_recover, work_dir):
-    outcome = run_case(random_case(seed, n), work_dir, kafka_recover)
-    assert outcome is not None
-    assert outcome.divergences == [], "\n".join(outcome.divergences)

@@ -178,6 +178,29 @@ def test_appendix_a_txn_index_entries_past_the_log(log_dir):
     assert (pdir / layout.txn_index_file_name(0)).read_bytes() == b""
 
 
+@pytest.mark.parametrize(
+    "version, fatal",
+    [(b"\x00\x1f", False), (b"\x85\x00", False), (b"\x01\x00", True), (b"\x7f\xff", True)],
+)
+def test_txn_index_version_is_its_first_byte_as_kafka_reads_it(log_dir, version, fatal):
+    """`AbortedTxn.version()` reads one signed byte: above 0 Kafka's load throws; anything else
+    not 0000 is a defect Kafka loads (tests/kafka: `txn_version_*` against Kafka 4.1.1)."""
+    pdir = log_dir / "t-0"
+    write_segment(pdir, 0, batches(0, 5))
+    entry = version + b"".join(v.to_bytes(8, "big") for v in (1, 2, 3, 2))
+    (pdir / layout.txn_index_file_name(0)).write_bytes(entry)
+    (f,) = findings(log_dir)
+    assert f.kind == "txn_index_corrupt"
+    kafka_version = int.from_bytes(version[:1], "big", signed=True)
+    if fatal:
+        assert f.detail == f"entry 0 has version {kafka_version}; Kafka reads only version 0"
+    else:
+        assert f.detail == (
+            f"entry 0 has version bytes {version.hex()} where Kafka writes 0000 (it reads the "
+            f"first byte alone, as version {kafka_version}, and loads it)"
+        )
+
+
 def test_appendix_a_checkpoints_are_held_against_the_data(log_dir):
     log_with_records(log_dir / "t-0", 10)
     write_offsets(log_dir, layout.LOG_START_OFFSET_CHECKPOINT, {("t", 0): 8})

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from logrepair.storage.disk import Disk, LockHeld, join, parent_of
+from logrepair.storage.disk import Disk, FileTooLarge, LockHeld, join, parent_of
 
 
 class DiskContract:
@@ -102,6 +102,28 @@ class DiskContract:
             assert f.read_at(0, 6) == b"abc\0\0\0"
             assert f.read_at((1 << 20) - 4, 8) == bytes(4)
         assert disk.size(path) == 1 << 20
+
+    @pytest.mark.parametrize("size", [0, 12, (1 << 16) - 1, 1 << 16, (1 << 16) + 5, 3 << 17])
+    def test_read_small_reads_the_whole_file_within_its_limit(
+        self, disk: Disk, root: str, size: int
+    ) -> None:
+        path = join(root, "f")
+        data = bytes(i % 251 for i in range(size))
+        disk.write_file_atomic(path, data)
+        assert disk.read_small(path, size) == data
+        if size:
+            with pytest.raises(FileTooLarge) as refused:
+                disk.read_small(path, size - 1)
+            assert refused.value.size == size
+
+    def test_read_small_of_missing_or_a_directory_fails_as_open(
+        self, disk: Disk, root: str
+    ) -> None:
+        with pytest.raises(FileNotFoundError):
+            disk.read_small(join(root, "missing"), 100)
+        disk.make_dirs(join(root, "d"))
+        with pytest.raises(IsADirectoryError):
+            disk.read_small(join(root, "d"), 100)
 
     def test_writes_are_visible_to_other_handles_at_once(self, disk: Disk, root: str) -> None:
         path = join(root, "f")

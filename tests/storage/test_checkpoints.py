@@ -169,3 +169,33 @@ def test_small_files_have_a_size_limit(disk, path) -> None:
     assert read_small_file(disk, path, limit=11) == b"x" * 11
     with pytest.raises(CheckpointError, match="more than a 10-byte limit"):
         read_small_file(disk, path, limit=10)
+
+
+def _lines_or_error(disk, path, limit):
+    try:
+        return list(iter_lines(disk, path, limit=limit))
+    except CheckpointError as e:
+        return (e.message, e.line_number)
+
+
+@given(
+    st.lists(
+        st.sampled_from(
+            [b"0", b"12 7", b"t\xc3\xa9 0 5", b"\r", b"\n", b"\r\n", b"\xe2\x82", b" "]
+        ),
+        max_size=40,
+    ),
+    st.sampled_from([0, 1, 2**16, 2**20]),
+)
+def test_a_whole_read_gives_the_lines_and_errors_of_the_chunked_one(
+    tmp_path_factory, pieces, padding
+) -> None:
+    """`limit` reads the file in one call (and splits a small one at once): the same lines, and
+    the same error at the same line, as the chunked reading."""
+    path = join(str(tmp_path_factory.mktemp("lines")), "leader-epoch-checkpoint")
+    disk = OsDisk()
+    disk.write_file_atomic(path, b"".join(pieces) + b"x" * padding)
+    assert _lines_or_error(disk, path, 1 << 22) == _lines_or_error(disk, path, None)
+    if padding == 2**20:
+        with pytest.raises(CheckpointError, match="is not a checkpoint file Kafka wrote"):
+            list(iter_lines(disk, path, limit=2**16))

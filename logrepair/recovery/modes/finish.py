@@ -50,7 +50,7 @@ def finish_partition(pp: PartitionPlan, *, epochs_from: int | None, mode: str) -
             continue
         stale = index_needs_rebuild(seg, pp) or (mode == "kafka" and seg.scan.kafka_index_differs)
         if seg.rebuild or (seg.new_size is None and stale):
-            if seg in pp.created and seg.scan.size == 0 and seg.new_size is None:
+            if seg in pp.created and seg.scan.size == 0 and not seg.rebuild:
                 continue  # create_segment writes its indexes
             _plan_indexes(pp, seg, mode)
         _plan_txn_index(pp, seg)

@@ -21,6 +21,7 @@ recovery by tests/kafka).
 from __future__ import annotations
 
 from ...storage import layout
+from ...storage.producer_state import ProducerState
 from ..txn_replay import TxnEntry, TxnReplay
 from .partition_plan import PartitionPlan, Seg
 from .split import Piece, split_segment
@@ -51,6 +52,7 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
                     "catches: the broker does not start. kafka mode empties it, as Kafka's "
                     "recovery does for the same exception after loading"
                 )
+            before = {id(s) for s in pp.segs}
             _recover(
                 pp,
                 seg,
@@ -58,7 +60,10 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
                 "transaction index is corrupt while loading it",
             )
             recovered_at_load.add(seg.log)
-            pp.epochs_before.append(seg)  # its leader epochs are assigned while loading
+            # its leader epochs are assigned while loading (a split's: its pieces')
+            pieces = [s for s in pp.segs if id(s) not in before]
+            pp.epochs_before.extend(pieces or [seg])
+            _note_split_while_loading(pp, seg, recovery_point)
     first_recovered = pp.segs[start] if start < len(pp.segs) else None
     queue = pp.segs[start:] if first_recovered is not None else []
     for n, seg in enumerate(list(queue)):
@@ -90,15 +95,34 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
     return min(start, len(pp.segs))
 
 
+def _note_split_while_loading(pp: PartitionPlan, seg: Seg, recovery_point: int) -> None:
+    """Kafka's split of a segment recovered while loading: `replaceSegments` deletes only an old
+    segment already in the log's list, which this one is not yet, so the original file stays
+    beside its pieces; reloaded, it is dropped only if the recovery pass reaches it again (the
+    recovery point below its first piece). Where not, Kafka's log holds the offsets twice; kafka
+    mode removes the original (docs/spec-notes.md)."""
+    pieces = seg.scan.kafka_pieces
+    if seg in pp.segs or not pieces or pieces[0].base_offset == seg.base:
+        return
+    if recovery_point >= pieces[0].base_offset:
+        pp.plan.notes.append(
+            f"{seg.log}: Kafka splits it while loading (its offsets overflow the segment's "
+            "relative range) and keeps the original file beside its pieces, whose offsets it "
+            "then holds twice; kafka mode removes the original, as Kafka does when its recovery "
+            "pass reaches it"
+        )
+
+
 def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
     """`LogLoader.recoverSegment`; returns the bytes it truncates."""
     scan = seg.scan
     if scan.kafka_split_fails:
         pp.unrecoverable.append(seg.base)
         pp.plan.notes.append(
-            f"{seg.log}: a batch's offset is outside the segment's relative range and Kafka "
-            "cannot split it off (IllegalArgumentException: the broker does not start). Left as "
-            "it is; --mode point-in-time or salvage fixes it."
+            f"{seg.log}: a batch's offset is outside the segment's relative range and Kafka's "
+            "overflow split fails on it (the last batch does not overflow, the pieces would go "
+            "back, or bytes at its end do not frame as a batch): the broker does not start. Left "
+            "as it is; --mode point-in-time or salvage fixes it."
         )
         return 0
     if scan.misnamed:
@@ -132,12 +156,17 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
         )
     if scan.kafka_pieces:
         pieces = []
-        bounds = [pc.position for pc in scan.kafka_pieces[1:]] + [end]
+        # the split copies the whole file; the recovery of the pieces then cuts at `end`
+        bounds = [min(pc.position, end) for pc in scan.kafka_pieces[1:]] + [end]
         for pc, stop in zip(scan.kafka_pieces, bounds, strict=True):
             if pc.position < stop:
                 lasts = [r.last_offset for r in scan.runs if r.start < stop and r.end > pc.position]
                 last = max(lasts, default=pc.base_offset)
                 pieces.append(Piece(pc.position, stop, pc.base_offset, last))
+            elif pc.position == end < scan.size:
+                # a piece beginning at the first invalid batch: its recovery empties it, and it
+                # stays, an empty segment named by that batch (the log end jumps to it)
+                pieces.append(Piece(end, end, pc.base_offset, pc.base_offset))
         later = [_base_after_split(s) for s in pp.segs[pp.segs.index(seg) + 1 :]]
         if later and max(pc.last_offset for pc in pieces) >= min(later):
             return _leave(
@@ -153,6 +182,7 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
             seg,
             pieces,
             "Kafka splits a segment whose offsets overflow its relative range (spec rec §6.7)",
+            rename_first=True,
         )
         return 0 if end >= size else size - end
     seg.next_offset = scan.kafka_next_offset  # `readNextOffset`: after the last batch kept
@@ -227,7 +257,11 @@ def _txn_replay(pp: PartitionPlan) -> TxnReplay | None:
     if p.disk is None:
         return None
     if pp.txn_replay is None:
-        snapshots = {s.offset: s.file for s in p.snapshots}
+        # (a snapshot the scan decoded is not read again)
+        snapshots = {
+            s.offset: s.file if s.entries is None else ProducerState(s.offset, s.entries)
+            for s in p.snapshots
+        }
         pp.txn_replay = TxnReplay(
             p.disk, p.path, p.log_start_checkpoint or 0, snapshots, p.settings.max_batch_size
         )

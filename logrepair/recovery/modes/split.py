@@ -21,12 +21,15 @@ class Piece:
     last_offset: int
 
 
-def split_segment(pp: PartitionPlan, seg: Seg, pieces: list[Piece], reason: str) -> list[Seg]:
+def split_segment(
+    pp: PartitionPlan, seg: Seg, pieces: list[Piece], reason: str, *, rename_first: bool = False
+) -> list[Seg]:
     """Rewrites one segment as `pieces`, each its own segment named by its first offset.
 
-    The first piece stays in the file when it starts at byte 0 under the segment's own name; the
-    rest are copied out of the truncated tail. Bytes in no piece are removed. Returns the new
-    segments (which replace `seg` in the partition's list)."""
+    The first piece stays in the file when it starts at byte 0 under the segment's own name (with
+    `rename_first`, only when that name is its first offset: Kafka's overflow split names every
+    piece by its first batch); the rest are copied out of the truncated tail. Bytes in no piece
+    are removed. Returns the new segments (which replace `seg` in the partition's list)."""
     scan = seg.scan
     size = scan.size if seg.new_size is None else seg.new_size
     keep_first = (
@@ -34,6 +37,7 @@ def split_segment(pp: PartitionPlan, seg: Seg, pieces: list[Piece], reason: str)
         and pieces[0].start == 0
         and seg.base <= pieces[0].first_offset
         and pieces[0].last_offset - seg.base <= INT_MAX
+        and not (rename_first and pieces[0].first_offset != seg.base)
     )
     cut = pieces[0].end if keep_first else 0
     kept_bytes = sum(pc.end - pc.start for pc in pieces)
