@@ -8,10 +8,20 @@ producer snapshots. Then times, each in a child process over a warm page cache, 
 
 - the bare loop: open every `.log` and CRC-32C the whole file (the floor any checker pays);
 - `logrepair verify --json`, `repair --mode kafka --dry-run`, `audit --json` and
-  `rebuild-index --dry-run`.
+  `rebuild-index --dry-run`, each with `--jobs 1` (one core).
 
 Ratios are the bare loop's time over each command's (1.00x = as fast as the bare loop); the goal
 of issue 16 is >= 0.5x. `--dir` keeps the log dir (reused by a later run with the same options).
+
+`--jobs N` times each command instead with `--jobs 1` and `--jobs N` back to back (wall time: the
+work of a pool is in its workers), best of `--runs` each, and prints serial / pooled (goal >= 1.8x
+with N = 2 on two cores), with `audit --summaries-out` too, and the load average before and after.
+Wall time needs free cores: with the kernel's autogroup scheduling (one share of the CPUs per login
+session), a pool run while other sessions keep the cores busy gets the one share the serial run
+gets. So it also prints the CPU of both runs (the workers' too) and the load-independent estimate
+serial CPU / (pooled CPU here + workers' CPU / N): what the pool gives on idle cores if nothing
+in the parent overlaps the workers (a chunk of imbalance and the forkserver's start aside). These
+runs import logrepair from cached bytecode, as an installed one does.
 """
 
 from __future__ import annotations
@@ -96,12 +106,19 @@ print(time.process_time() - c0)
 """
 
 TIMED = r"""
-import contextlib, io, sys, time
+import contextlib, io, resource, sys, time
+from multiprocessing import forkserver
 from logrepair.cli import main
-c0 = time.process_time()
-with contextlib.redirect_stdout(io.StringIO()):
-    code = main(sys.argv[1:])
-print(time.process_time() - c0, code)
+if __name__ == "__main__":
+    c0, w0 = time.process_time(), time.perf_counter()
+    with contextlib.redirect_stdout(io.StringIO()):
+        code = main(sys.argv[1:])
+    cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+    # the workers' CPU: they are the forkserver's children; stopping it (a private method, kept
+    # for CPython's own tests) reaps it, and with it the CPU of the children it reaped
+    forkserver._forkserver._stop()
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(cpu, wall, children.ru_utime + children.ru_stime, code)
 """
 
 COMMANDS = {
@@ -114,18 +131,64 @@ COMMANDS = {
 
 def cpu_seconds(code: str, *args: str) -> float:
     """CPU seconds of one child run (`time.process_time`, so other load disturbs it less)."""
+    return child_run(code, *args)[0]
+
+
+def child_run(code: str, *args: str, bytecode: bool = False) -> tuple[float, float, float]:
+    """CPU, wall and worker CPU seconds of one child run. The code runs from a file, as a
+    program's main module: a pool's workers import it again (as `__mp_main__`), as they would
+    the `logrepair` script. `bytecode`: modules imported from cached bytecode, as an installed
+    logrepair's are (PYTHONDONTWRITEBYTECODE, set here, makes every process compile every module
+    it imports: ~0.3 s in each run and again in a pool's forkserver)."""
     env = dict(os.environ)
+    if bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
-    proc = subprocess.run(
-        [sys.executable, "-c", code, *args], capture_output=True, text=True, env=env
-    )
+    with tempfile.NamedTemporaryFile("w", suffix=".py") as script:
+        script.write(code)
+        script.flush()
+        proc = subprocess.run(
+            [sys.executable, script.name, *args], capture_output=True, text=True, env=env
+        )
     if proc.returncode != 0:
         raise RuntimeError(f"{args} failed: {proc.stderr[-2000:]}")
-    seconds, *status = proc.stdout.split()
-    if status and status[0] not in ("0", "1"):
-        raise RuntimeError(f"{args} exited {status[0]}")
-    return float(seconds)
+    cpu, *rest = proc.stdout.split()
+    if len(rest) < 3:  # the bare loop: CPU only
+        return float(cpu), float(cpu), 0.0
+    wall, workers, status = rest
+    if status not in ("0", "1"):
+        raise RuntimeError(f"{args} exited {status}")
+    return float(cpu), float(wall), float(workers)
+
+
+def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> None:
+    """Each command with `--jobs 1` and `--jobs JOBS`, alternately, best wall time of `runs`:
+    (CPU here, wall, CPU in the workers) of the best run of each."""
+    commands = dict(COMMANDS)
+    dest = tempfile.mkdtemp(prefix="bench-many-summaries-")
+    commands["audit --summaries-out"] = ["audit", "--summaries-out", dest, "--full-rescan"]
+    child_run(TIMED, "verify", "--jobs", "2", path, bytecode=True)  # caches the bytecode
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    try:
+        for name in only or commands:
+            tried: dict[str, list] = {"1": [], str(jobs): []}
+            for _ in range(runs):  # alternately, so that a change of load hits both
+                for n, results in tried.items():
+                    command = [*commands[name], "--jobs", n, path]
+                    results.append(child_run(TIMED, *command, bytecode=True))
+            serial, pooled = (min(r, key=lambda run: run[1]) for r in tried.values())
+            # with free cores, the pooled run takes about its own CPU plus its workers' shared
+            # out: the serial CPU over that is what the pool gives where nothing else runs
+            bound = serial[0] / (pooled[0] + pooled[2] / jobs)
+            print(
+                f"{name:<24} wall --jobs 1 {serial[1]:6.2f} s, --jobs {jobs} {pooled[1]:6.2f} s "
+                f"= {serial[1] / pooled[1]:4.2f}x; CPU {serial[0]:5.2f} s vs {pooled[0]:5.2f} s "
+                f"here + {pooled[2]:5.2f} s in the workers (free cores: ~{bound:4.2f}x)"
+            )
+    finally:
+        shutil.rmtree(dest, ignore_errors=True)
+    print(f"load average after:  {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -136,7 +199,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--runs", type=int, default=2, help="best of this many runs (default 2)")
     p.add_argument("--dir", help="log dir to write (or reuse); default a temp dir, removed after")
     p.add_argument(
-        "--only", action="append", choices=list(COMMANDS), help="time only these commands"
+        "--only",
+        action="append",
+        choices=[*COMMANDS, "audit --summaries-out"],
+        help="time only these commands",
+    )
+    p.add_argument(
+        "--jobs",
+        type=int,
+        metavar="N",
+        help="compare each command's --jobs 1 with --jobs N (wall time) instead of the bare loop",
     )
     args = p.parse_args(argv)
     keep = args.dir is not None
@@ -150,10 +222,14 @@ def main(argv: list[str] | None = None) -> int:
                 f"in {time.perf_counter() - t0:.0f} s"
             )
         cpu_seconds(BARE, path)  # warm the page cache
+        if args.jobs is not None:
+            compare_jobs(path, args.jobs, args.runs, args.only)
+            return 0
         bare = min(cpu_seconds(BARE, path) for _ in range(args.runs))
         print(f"{'bare loop (open + CRC-32C every .log)':<36} {bare:7.2f} s   1.00x")
         for name in args.only or COMMANDS:
-            seconds = min(cpu_seconds(TIMED, *COMMANDS[name], path) for _ in range(args.runs))
+            command = [*COMMANDS[name], "--jobs", "1", path]  # one core: its CPU is the time
+            seconds = min(cpu_seconds(TIMED, *command) for _ in range(args.runs))
             print(f"{name:<36} {seconds:7.2f} s   {bare / seconds:4.2f}x")
     finally:
         if not keep:

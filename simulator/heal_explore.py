@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from logrepair.recovery.heal_invariants import from_replicas, nothing_diverged
 from logrepair.recovery.healing import heal
 from logrepair.recovery.invariants import BatchId, inventory, well_formed
+from logrepair.recovery.path_kind import NotALogDir
 from logrepair.recovery.repair import repair
-from logrepair.recovery.scan import NotALogDir
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout
 from logrepair.storage.checkpoints import CheckpointError, read_offsets

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 from logrepair.format.batch import RecordBatch
 from logrepair.format.walker import Walker
+from logrepair.recovery.path_kind import classify
 from logrepair.recovery.runs import lock_run
-from logrepair.recovery.scan import classify
 from logrepair.storage.disk import LockHeld
 from logrepair.storage.logdir import DirLock
 from logrepair.storage.osdisk import OsDisk

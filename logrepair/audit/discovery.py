@@ -10,7 +10,10 @@ dir or a folder of a broker's log dirs.
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
+from itertools import islice
 
+from ..pool import Mapper, serial
 from ..storage import layout
 from ..storage.checkpoints import MAX_CHECKPOINT_BYTES, CheckpointError, read_offsets
 from ..storage.disk import SPECIAL_TYPES, Disk, join
@@ -33,8 +36,36 @@ class DiscoveryError(ValueError):
     """A PATH that is neither a log dir, a partition dir, nor a folder of log dirs."""
 
 
-def discover(disk: Disk, paths: list[str]) -> list[LogDirPlan]:
-    """The log dirs under `paths`, each once, with broker labels (see the module docstring)."""
+def discover(disk: Disk, paths: list[str], partitions: Mapper | None = None) -> list[LogDirPlan]:
+    """The log dirs under `paths`, each once, with broker labels (see the module docstring);
+    `partitions` lists their partition dirs (`logrepair.pool`: in worker processes)."""
+    found = discover_log_dirs(disk, paths)
+    listed = iter(
+        list((partitions or serial)(plan_partition, disk, [d for _, ds in found for d in ds]))
+    )
+    for plan, dirs in found:
+        plan.partitions = list(islice(listed, len(dirs)))
+    return [plan for plan, _ in found]
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionDir:
+    """A partition dir of a log dir, found in its listing and not yet listed itself, with its
+    entries in the log dir's checkpoints."""
+
+    log_dir: str
+    path: str
+    parsed: layout.PartitionDirName
+    recovery_point: int | None
+    log_start_checkpoint: int | None
+    high_watermark: int | None
+    cleaner_offset: int | None
+
+
+def discover_log_dirs(disk: Disk, paths: list[str]) -> list[tuple[LogDirPlan, list[PartitionDir]]]:
+    """`discover`, but each log dir's partition dirs are left to list (`plan_partition`), so
+    that the listing can run where their scan does (`audit --jobs`): the plans come back without
+    `partitions`."""
     found: dict[str, tuple[str, set[str] | None]] = {}  # log dir → (broker, partition dirs)
     direct: list[str] = []
     for raw in paths:
@@ -62,7 +93,7 @@ def discover(disk: Disk, paths: list[str]) -> list[LogDirPlan]:
         plan_log_dir(disk, log_dir, broker, only=only)
         for log_dir, (broker, only) in sorted(found.items())
     ]
-    _label_direct(plans, set(direct))
+    _label_direct([plan for plan, _ in plans], set(direct))
     return plans
 
 
@@ -96,8 +127,11 @@ def _label_direct(plans: list[LogDirPlan], direct: set[str]) -> None:
                 p.broker = p.path
 
 
-def plan_log_dir(disk: Disk, path: str, broker: str, *, only: set[str] | None = None) -> LogDirPlan:
-    """`only`: the partition dirs to plan (the checkpoints are still read for all)."""
+def plan_log_dir(
+    disk: Disk, path: str, broker: str, *, only: set[str] | None = None
+) -> tuple[LogDirPlan, list[PartitionDir]]:
+    """The log dir's plan and its partition dirs to plan (`only`: those; the checkpoints are
+    still read for all)."""
     plan = LogDirPlan(
         path=path,
         broker=broker,
@@ -110,6 +144,7 @@ def plan_log_dir(disk: Disk, path: str, broker: str, *, only: set[str] | None = 
     }
     plan.checkpoints = checkpoints
     present: set[TopicPartition] = set()
+    dirs: list[PartitionDir] = []
     for name, kind in disk.list_dir_types(path):  # one typed listing: no stat per partition
         child = join(path, name)
         if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
@@ -129,30 +164,36 @@ def plan_log_dir(disk: Disk, path: str, broker: str, *, only: set[str] | None = 
         present.add(parsed.topic_partition)
         if only is not None and name not in only:
             continue
-        plan.partitions.append(_plan_partition(disk, plan, child, parsed, checkpoints))
+        tp = parsed.topic_partition
+        dirs.append(
+            PartitionDir(
+                path,
+                child,
+                parsed,
+                checkpoints[layout.RECOVERY_POINT_CHECKPOINT].get(tp),
+                checkpoints[layout.LOG_START_OFFSET_CHECKPOINT].get(tp),
+                checkpoints[layout.REPLICATION_CHECKPOINT].get(tp),
+                checkpoints[layout.CLEANER_CHECKPOINT].get(tp),
+            )
+        )
     if only is None:
         _orphan_entries(plan, checkpoints, present)
-    return plan
+    return plan, dirs
 
 
-def _plan_partition(
-    disk: Disk,
-    log_dir: LogDirPlan,
-    path: str,
-    parsed: layout.PartitionDirName,
-    checkpoints: dict[str, dict[TopicPartition, int]],
-) -> PartitionPlan:
-    tp = parsed.topic_partition
+def plan_partition(disk: Disk, d: PartitionDir) -> PartitionPlan:
+    """A partition dir listed: its segments to scan, its leader epochs, its findings."""
+    path, parsed, tp = d.path, d.parsed, d.parsed.topic_partition
     p = PartitionPlan(
-        log_dir=log_dir.path,
+        log_dir=d.log_dir,
         path=path,
         topic=tp.topic,
         partition=tp.partition,
         state=str(parsed.kind),
-        recovery_point=checkpoints[layout.RECOVERY_POINT_CHECKPOINT].get(tp),
-        log_start_checkpoint=checkpoints[layout.LOG_START_OFFSET_CHECKPOINT].get(tp),
-        high_watermark=checkpoints[layout.REPLICATION_CHECKPOINT].get(tp),
-        cleaner_offset=checkpoints[layout.CLEANER_CHECKPOINT].get(tp),
+        recovery_point=d.recovery_point,
+        log_start_checkpoint=d.log_start_checkpoint,
+        high_watermark=d.high_watermark,
+        cleaner_offset=d.cleaner_offset,
     )
     logs: list[tuple[int, str]] = []
     for name, kind in disk.list_dir_types(path):
@@ -181,7 +222,7 @@ def _plan_partition(
         file = join(path, name)
         p.segments.append(
             SegmentTask(
-                log_dir=log_dir.path,
+                log_dir=d.log_dir,
                 partition_dir=path,
                 topic=tp.topic,
                 partition=tp.partition,

@@ -1,17 +1,22 @@
 """`logrepair audit PATH...` on one machine: discovery, scan, checks, in one process.
 
 The stages are the same functions the Spark audit distributes (discovery.py, segments.py,
-checks.py, fleet.py); only the loop that runs them is here.
+checks.py, fleet.py); only the loop that runs them is here, and with `--jobs` it runs each
+partition's scan and checks in worker processes (`logrepair.pool`).
 """
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass
+
+from ..pool import Mapper, serial
 from ..storage.disk import Disk
 from ..storage.osdisk import OsDisk
 from .checks import PartitionResult, audit_partition
-from .discovery import discover
+from .discovery import PartitionDir, discover_log_dirs, plan_partition
 from .fleet import build_report, compare_replicas, latest_commits, replica_groups
-from .model import AuditReport, LogDirPlan
+from .model import AuditReport, PartitionPlan
 from .segments import summarize_segment
 
 DEFAULT_RECOVERY_RATE = 100 * 2**20
@@ -23,24 +28,31 @@ state per batch; `num.recovery.threads.per.data.dir` defaults to 1); measure you
 
 
 def audit_paths(
-    paths: list[str], *, recovery_rate: int = DEFAULT_RECOVERY_RATE, disk: Disk | None = None
+    paths: list[str],
+    *,
+    recovery_rate: int = DEFAULT_RECOVERY_RATE,
+    disk: Disk | None = None,
+    partitions: Mapper | None = None,
 ) -> AuditReport:
+    """The audit of `paths`: discovery here, then each partition's scan and checks through
+    `partitions` (`logrepair.pool` spreads them over worker processes; None: one after the other
+    here), then the fleet-wide checks here, in partition order."""
     disk = disk or OsDisk()
-    plans = discover(disk, paths)
-    compared = _replicated(plans)
+    found = discover_log_dirs(disk, paths)
+    replicated = _replicated([d for _, dirs in found for d in dirs])
+    work = [
+        PartitionWork(d, plan.broker, plan.clean_shutdown, _tp(d) in replicated)
+        for plan, dirs in found
+        for d in dirs
+    ]
+    done = iter(list((partitions or serial)(audit_one, disk, work)))
     results: list[PartitionResult] = []
-    for d in plans:
-        for p in d.partitions:
-            # batch digests only where there are replicas to compare: otherwise memory stays
-            # the same for any number of batches
-            keep = (p.topic, p.partition) in compared and p.state == "live"
-            summaries = [
-                summarize_segment(disk, task, digests=keep, recovery_point=p.recovery_point or 0)
-                for task in p.segments
-            ]
-            results.append(
-                audit_partition(p, summaries, broker=d.broker, clean_shutdown=d.clean_shutdown)
-            )
+    for plan, dirs in found:
+        for _ in dirs:
+            partition, result = next(done)
+            plan.partitions.append(partition)
+            results.append(result)
+    plans = [plan for plan, _ in found]
     replicas = [compare_replicas(group) for group in replica_groups(results).values()]
     return build_report(
         plans,
@@ -51,13 +63,39 @@ def audit_paths(
     )
 
 
-def _replicated(plans: list[LogDirPlan]) -> set[tuple[str, int]]:
-    """The topic-partitions live under more than one log dir (`fleet.replica_groups`' groups)."""
-    seen: set[tuple[str, int]] = set()
-    twice: set[tuple[str, int]] = set()
-    for d in plans:
-        for p in d.partitions:
-            if p.state == "live":
-                key = (p.topic, p.partition)
-                (twice if key in seen else seen).add(key)
-    return twice
+@dataclass(frozen=True, slots=True)
+class PartitionWork:
+    """One partition dir to audit, with what its log dir says about it."""
+
+    dir: PartitionDir
+    broker: str
+    clean_shutdown: bool
+    replicated: bool
+    """Its topic-partition is live under another log dir too: the replica comparison needs its
+    batch digests."""
+
+
+def audit_one(disk: Disk, work: PartitionWork) -> tuple[PartitionPlan, PartitionResult]:
+    """One partition dir listed, scanned and checked (in a worker process, or here). Its batch
+    digests (32 bytes a batch) are not even collected unless a replica comparison needs them, so
+    memory, and what comes back, is small whatever the partition holds."""
+    plan = plan_partition(disk, work.dir)
+    rp = plan.recovery_point or 0
+    summaries = [
+        summarize_segment(disk, task, digests=work.replicated, recovery_point=rp)
+        for task in plan.segments
+    ]
+    result = audit_partition(
+        plan, summaries, broker=work.broker, clean_shutdown=work.clean_shutdown
+    )
+    return plan, result
+
+
+def _tp(d: PartitionDir) -> tuple[str, int]:
+    return d.parsed.topic_partition.topic, d.parsed.topic_partition.partition
+
+
+def _replicated(dirs: list[PartitionDir]) -> set[tuple[str, int]]:
+    """The topic-partitions live under more than one log dir (`replica_groups`' rule)."""
+    seen = Counter(_tp(d) for d in dirs if str(d.parsed.kind) == "live")
+    return {tp for tp, n in seen.items() if n > 1}

@@ -21,6 +21,12 @@ INT64_MAX = 2**63 - 1
 _TXN_ENDS = (ControlType.COMMIT, ControlType.ABORT)
 
 
+def summarize_details(disk: Disk, task: SegmentTask) -> SegmentSummary:
+    """One segment's summary with every batch's details, as the scan summaries keep it (in a
+    worker process, or here)."""
+    return summarize_segment(disk, task, details=True)
+
+
 def summarize_segment(
     disk: Disk,
     task: SegmentTask,

@@ -33,12 +33,13 @@ import pyarrow.fs as pafs
 import pyarrow.parquet as pq
 
 from .. import __version__
+from ..pool import Mapper, serial
 from ..storage.disk import Disk
 from ..storage.osdisk import OsDisk
 from .discovery import discover
 from .errors import SummaryError
 from .model import LogDirPlan, SegmentSummary, SegmentTask
-from .segments import summarize_segment
+from .segments import summarize_details
 from .summary_store import open_location
 from .summary_tables import (
     DETAIL_COLUMNS,
@@ -119,12 +120,14 @@ def write_summaries(
     broker: str | None = None,
     full_rescan: bool = False,
     disk: Disk | None = None,
+    segments: Mapper | None = None,
 ) -> list[BrokerSummary]:
     """Summarizes the log dirs under `paths` into DEST, one summary per broker label (the audit's:
-    `node-<node.id>`, or `broker` for all of them)."""
+    `node-<node.id>`, or `broker` for all of them). `segments` scans the segments to summarize
+    (`logrepair.pool`: in worker processes, in order; None: one after the other here)."""
     disk = disk or OsDisk()
     fs, root = open_location(dest)
-    plans = discover(disk, paths)
+    plans = discover(disk, paths, segments)
     if broker is not None:
         for p in plans:
             p.broker = broker
@@ -137,7 +140,11 @@ def write_summaries(
         cluster = clusters.most_common(1)[0][0] if clusters else UNKNOWN_CLUSTER
         writer = BrokerSummaryWriter(fs, root, cluster, label, shown=dest)
         try:
-            out.append(_summarize_broker(disk, writer, dirs, full_rescan=full_rescan))
+            out.append(
+                _summarize_broker(
+                    disk, writer, dirs, full_rescan=full_rescan, segments=segments or serial
+                )
+            )
         except (OSError, pa.ArrowException) as e:  # writing DEST: a scan keeps its own errors
             writer.abort()
             raise SummaryError(f"{writer.stats.path}: {e}") from None
@@ -148,7 +155,12 @@ def write_summaries(
 
 
 def _summarize_broker(
-    disk: Disk, writer: BrokerSummaryWriter, dirs: list[LogDirPlan], *, full_rescan: bool
+    disk: Disk,
+    writer: BrokerSummaryWriter,
+    dirs: list[LogDirPlan],
+    *,
+    full_rescan: bool,
+    segments: Mapper,
 ) -> BrokerSummary:
     """Each segment copied from the previous summary when its stamp is unchanged, else scanned."""
     stats = writer.stats
@@ -168,12 +180,12 @@ def _summarize_broker(
         if 0 <= stamp[1] < settled_before and previous.get(f) == stamp
     }
     writer.copy_segments(reused)
-    for t in tasks:
-        if t.file not in reused:
-            stamp = stamps[t.file]
-            writer.add_segment(summarize_segment(disk, t, details=True), stamp)
-            stats.scanned += 1
-            stats.scanned_bytes += t.size
+    todo = [t for t in tasks if t.file not in reused]
+    for summary in segments(summarize_details, disk, todo):
+        t = summary.task
+        writer.add_segment(summary, stamps[t.file])
+        stats.scanned += 1
+        stats.scanned_bytes += t.size
     for d in dirs:
         writer.add_log_dir(d)
     stats.segments = len(tasks)

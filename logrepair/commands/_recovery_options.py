@@ -12,12 +12,14 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
+from .. import pool
 from ..cli import InputError
 from ..recovery.apply import JournalError
 from ..recovery.interrupted import ABANDON, FINISH, REPLAN
+from ..recovery.path_kind import NotALogDir, classify, total_log_bytes
 from ..recovery.repair import RepairFailed, RepairRefused, RepairResult
 from ..recovery.runs import lock_path
-from ..recovery.scan import NotALogDir, classify, total_log_bytes
+from ..recovery.scan import PartitionMapper
 from ..recovery.settings import (
     DEFAULT_INDEX_INTERVAL_BYTES,
     DEFAULT_MESSAGE_MAX_BYTES,
@@ -66,10 +68,32 @@ def add_command(
         p.add_argument("--quarantine", metavar="DIR", help=quarantine)
     p.add_argument("--json", action="store_true", help="print one JSON object on stdout")
     if settings:
+        add_jobs_option(p)
         add_settings_options(p)
     if follow_links:
         add_follow_options(p)
     p.set_defaults(run=run)
+
+
+def add_jobs_option(p: argparse.ArgumentParser, what: str = "partition dirs") -> None:
+    p.add_argument(
+        "--jobs",
+        type=_positive,
+        metavar="N",
+        help=f"scan the {what} in N worker processes (default: every core this process may "
+        f"use, from {pool.AUTO_MIN_ITEMS} of them on); 1 scans them here, one after the other. "
+        "The result and the output are the same",
+    )
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of jobs (1 or more)")
+    return value
 
 
 def add_follow_options(p: argparse.ArgumentParser) -> None:
@@ -142,15 +166,18 @@ def scan_progress(disk: Disk, path: str, label: str) -> Iterator[ProgressBar]:
 
 
 def on_path(
-    args: argparse.Namespace, label: str, work: Callable[[Disk, str, Settings, ProgressBar], T]
+    args: argparse.Namespace,
+    label: str,
+    work: Callable[[Disk, str, Settings, ProgressBar, PartitionMapper | None], T],
 ) -> T:
     """Runs `work` on the command's PATH with the settings of its options, a progress bar over
-    the logs scanned, and what the tool refuses reported as bad input."""
+    the logs scanned, the partition dirs spread over `--jobs` workers, and what the tool refuses
+    reported as bad input."""
     disk = OsDisk()
     settings = settings_from(args, disk)
     path = absolute(args.path)
     with refusals_are_bad_input(), scan_progress(disk, path, label) as bar:
-        return work(disk, path, settings, bar)
+        return work(disk, path, settings, bar, pool.mapper(args.jobs))
 
 
 def journaled_run(args: argparse.Namespace, run: Callable[..., RepairResult]) -> RepairResult:
@@ -159,7 +186,7 @@ def journaled_run(args: argparse.Namespace, run: Callable[..., RepairResult]) ->
     return on_path(
         args,
         "scan",
-        lambda disk, path, settings, bar: run(
+        lambda disk, path, settings, bar, partitions: run(
             disk,
             path,
             settings,
@@ -167,6 +194,7 @@ def journaled_run(args: argparse.Namespace, run: Callable[..., RepairResult]) ->
             quarantine_root=quarantine_root(args),
             progress=bar,
             interrupted=args.interrupted,
+            partitions=partitions,
         ),
     )
 

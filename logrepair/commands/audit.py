@@ -7,6 +7,7 @@ import json
 import re
 import sys
 
+from .. import pool
 from ..audit.discovery import DiscoveryError
 from ..audit.errors import SummaryError
 from ..audit.local import DEFAULT_RECOVERY_RATE, audit_paths
@@ -16,6 +17,7 @@ from ..cli import InputError
 from ..storage.layout import LOCK_FILE
 from ..storage.logdir import lock_note
 from ..storage.osdisk import OsDisk
+from ._recovery_options import add_jobs_option
 
 _MASTER = re.compile(r"local(\[[0-9*]+(,[0-9]+)?\])?|(spark|k8s|mesos)://.+|yarn")
 _UNITS = {"": 1, "k": 10**3, "m": 10**6, "g": 10**9, "ki": 2**10, "mi": 2**20, "gi": 2**30}
@@ -46,6 +48,7 @@ def add_parser(subparsers) -> None:
         "(default: %(default)s; units k, M, G, KiB, MiB, GiB)",
     )
     p.add_argument("--report", metavar="FILE.html", help="also write a self-contained HTML report")
+    add_jobs_option(p, "partitions (with --summaries-out: segments)")
     add_spark_option(
         p, "run on Spark", "(with PATHs, every executor must see them at the same place)"
     )
@@ -130,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         require("pyspark", "--spark")
     try:
         if master is None:
-            report = audit_paths(paths, recovery_rate=rate)
+            report = audit_paths(paths, recovery_rate=rate, partitions=pool.mapper(args.jobs))
         else:
             from ..audit.spark import audit_paths_spark, spark_session
 
@@ -186,6 +189,11 @@ def _check_modes(args: argparse.Namespace, paths: list[str], master: str | None)
         raise InputError("logrepair audit: at least one PATH is required")
     if args.out and master is None:
         raise InputError("logrepair audit: --out needs --spark")
+    if args.jobs is not None and master is not None:
+        raise InputError(
+            "logrepair audit: --jobs is for the audit on this machine; on Spark the master sets "
+            "the parallelism (local[N] for N cores here)"
+        )
     if args.summaries_out:
         clash = [
             flag
@@ -208,7 +216,11 @@ def write_summaries_command(args: argparse.Namespace, paths: list[str]) -> int:
 
     try:
         written = write_summaries(
-            paths, args.summaries_out, broker=args.broker, full_rescan=args.full_rescan
+            paths,
+            args.summaries_out,
+            broker=args.broker,
+            full_rescan=args.full_rescan,
+            segments=pool.mapper(args.jobs),
         )
     except (DiscoveryError, SummaryError) as e:
         raise InputError(f"logrepair audit: {e}") from None

@@ -10,7 +10,8 @@ from __future__ import annotations
 import argparse
 
 from ..recovery import notation
-from ..recovery.plan import Plan
+from ..recovery.loss import actions_by_dir
+from ..recovery.plan import Action
 from ..recovery.repair import RepairResult, rebuild_indexes
 from ..recovery.scan import PartitionScan
 from ..storage.layout import LOG_SUFFIX, TXN_INDEX_SUFFIX, printable
@@ -69,7 +70,8 @@ def summary(result: RepairResult) -> str:
     head = f"summary: rebuild-index of {plan.root}"
     if plan.actions:
         head += " applied" if result.applied else " planned (dry run, nothing changed yet)"
-    parts = [_partition(p, plan) for p in result.scan.partitions]
+    by_dir = actions_by_dir(plan.actions)
+    parts = [_partition(p, by_dir.get(p.rel, [])) for p in result.scan.partitions]
     parts = [part for part in parts if part]
     if not plan.actions:
         parts.insert(0, "every index agrees with its log, nothing changed")
@@ -78,15 +80,15 @@ def summary(result: RepairResult) -> str:
     return f"{head}: " + "; ".join(parts)
 
 
-def _partition(p: PartitionScan, plan: Plan) -> str:
+def _partition(p: PartitionScan, actions: list[Action]) -> str:
     """`<partition> offset and time indexes of offsets A..B (n segments), ...`, or '' when the
-    plan does not touch it."""
+    plan's `actions` in its dir do not touch it."""
     name = printable(f"{p.topic}-{p.partition}" if p.partition >= 0 else p.topic)
     if p.left_alone is not None:
         return f"{name} left as it is ({printable(p.left_alone)})"
     by_stem = {s.name[: -len(LOG_SUFFIX)]: s for s in p.segments}
     kinds = {"offset and time indexes": [], "transaction indexes": []}
-    for a in plan.actions:
+    for a in actions:
         stem, _, suffix = a.file.rpartition(".")
         seg = by_stem.get(stem)
         if seg is not None:

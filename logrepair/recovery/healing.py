@@ -16,7 +16,7 @@ from .plan import Plan
 from .planner import make_plan
 from .repair import RepairRefused, RepairResult, _run
 from .runs import inside
-from .scan import LogDirScan, Progress
+from .scan import LogDirScan, PartitionMapper, Progress
 from .settings import Settings
 
 
@@ -76,6 +76,7 @@ def heal(
     quarantine_root: str | None = None,
     progress: Progress | None = None,
     interrupted: str = FINISH,
+    partitions: PartitionMapper | None = None,
 ) -> HealResult:
     """`repair --mode heal`: scan PATH, fill each damaged range from the replicas, apply."""
     path = path.rstrip("/") or "/"
@@ -97,10 +98,12 @@ def heal(
         settings,
         "heal",
         plan,
+        None,
         validated=True,
         dry_run=dry_run,
         quarantine_root=quarantine_root,
         progress=progress,
         interrupted=interrupted,
+        partitions=partitions,
     )
     return HealResult(result, source)

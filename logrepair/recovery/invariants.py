@@ -24,9 +24,10 @@ from ..storage.disk import Disk, join
 from ..storage.scan import LogScan
 from .defects import KINDS
 from .findings import Finding
+from .path_kind import classify
 from .plan import Plan
 from .planner import make_plan
-from .scan import LogDirScan, classify, scan_path
+from .scan import LogDirScan, scan_path
 from .settings import Settings
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from ..storage import layout
 from ..storage.layout import TopicPartition, printable
 from .loss import checkpointed, plan_losses
@@ -15,6 +17,7 @@ from .modes.partition_plan import PartitionPlan
 from .modes.resolution import left_json, unresolved
 from .plan import Action, Plan
 from .scan import LogDirScan, PartitionScan
+from .state_checks import Checkpoints
 
 MODES = ("kafka", "point-in-time", "salvage")
 REPAIR_MODES = (*MODES, "heal")
@@ -47,20 +50,18 @@ def make_plan(scan: LogDirScan, mode: str, heal: HealSource | None = None) -> Pl
         raise ValueError(f"unknown mode {mode!r}; one of {', '.join(MODES)}")
     plan = Plan(mode, scan.root)
     _start(scan, plan)
-    ck = scan.checkpoints
-    # a recovery point can be checkpointed only in a well-formed recovery-point file
-    can_checkpoint = (
-        scan.is_log_dir
-        and ck.recovery_points is not None
-        and layout.RECOVERY_POINT_CHECKPOINT not in ck.malformed
-    )
+    can_checkpoint = _can_checkpoint(scan.is_log_dir, scan.checkpoints)
     planned: list[tuple[PartitionPlan, int]] = []
     ends: dict[TopicPartition, tuple[int, int]] = {}
     flushed: dict[TopicPartition, int] = {}
     for p in scan.partitions:
         if _left_alone(plan, p):
             continue
-        pp, end, new_rp = _plan_partition(p, plan, can_checkpoint, heal)
+        share = scan.prepared.get(p.rel) if heal is None else None
+        if isinstance(share, PartitionShare) and share.pp.plan.mode == mode:
+            pp, end, new_rp = share.adopt(plan)
+        else:
+            pp, end, new_rp = _plan_partition(p, plan, can_checkpoint, heal)
         if checkpointed(p):
             if new_rp is not None:
                 flushed[p.tp] = new_rp
@@ -71,6 +72,45 @@ def make_plan(scan: LogDirScan, mode: str, heal: HealSource | None = None) -> Pl
     plan.partitions = plan_losses(plan, planned, after)
     plan.left = left_json(unresolved(scan, plan, [pp for pp, _ in planned]), mode)
     return plan
+
+
+def _can_checkpoint(is_log_dir: bool, ck: Checkpoints) -> bool:
+    """A recovery point can be checkpointed only in a log dir's well-formed recovery-point file."""
+    return (
+        is_log_dir
+        and ck.recovery_points is not None
+        and layout.RECOVERY_POINT_CHECKPOINT not in ck.malformed
+    )
+
+
+@dataclass(slots=True)
+class PartitionShare:
+    """One partition planned beside its scan (in a worker) on a plan of its own: `make_plan`
+    adopts its actions and notes in partition order, as if it had planned it there."""
+
+    pp: PartitionPlan
+    end: int
+    new_rp: int | None
+
+    def adopt(self, plan: Plan) -> tuple[PartitionPlan, int, int | None]:
+        own = self.pp.plan
+        self.pp.first_action = len(plan.actions)
+        plan.actions.extend(own.actions)
+        plan.notes.extend(own.notes)
+        self.pp.plan = plan
+        return self.pp, self.end, self.new_rp
+
+
+def plan_partition_alone(
+    mode: str, p: PartitionScan, checkpoints: Checkpoints, root: str
+) -> PartitionShare | None:
+    """`scan_path`'s step for a repair in `mode` (not heal): the partition's plan, made where it
+    was scanned (None for a partition every mode leaves alone: `make_plan` notes it)."""
+    if p.left_alone is not None:
+        return None
+    pp, end, new_rp = _plan_partition(p, Plan(mode, root), _can_checkpoint(True, checkpoints))
+    pp.txn_replay = None  # the replay's working state (and its Disk) stays in the worker
+    return PartitionShare(pp, end, new_rp)
 
 
 def _start(scan: LogDirScan, plan: Plan) -> None:

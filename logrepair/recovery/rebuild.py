@@ -21,6 +21,7 @@ from . import indexes
 from .plan import Action, Plan
 from .scan import LogDirScan, PartitionScan
 from .segment_scan import SegmentScan
+from .state_checks import Checkpoints
 
 
 def txn_entries_by_segment(
@@ -81,49 +82,68 @@ def txn_entries_by_segment(
 
 
 def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
-    """Rebuild actions for every index that differs from what the log says it should be.
+    """Rebuild actions for every index that differs from what the log says it should be, partition
+    by partition (those planned beside their scan, `rebuild_partition`, taken as they are).
 
     What the scan already established is not read again: a segment whose batches it read whole
     has had its indexes held against the same rebuild, and a partition without a transactional
     batch has no aborted transaction to replay."""
     plan = Plan("rebuild-index", scan.root)
     for p in scan.partitions:
-        if p.left_alone is not None:
-            plan.notes.append(f"{printable(p.rel or p.path)}: left as it is: {p.left_alone}")
-            continue
-        txn, problems = _txn_entries(disk, p)
-        plan.notes.extend(problems)
-        for seg in p.segments:
-            if seg.misnamed or any(f.kind == "offset_overflow" for f in seg.findings):
-                plan.notes.append(
-                    f"{seg.name}: offsets outside the segment's relative range; its indexes "
-                    "cannot be built (repair --mode salvage renames or splits the segment)"
-                )
-                continue
-            if _indexes_stale(disk, p, seg):
-                plan.actions.append(
-                    Action(
-                        "rebuild_indexes",
-                        seg.name,
-                        "rebuilt from the log",
-                        index_interval_bytes=p.settings.index_interval_bytes,
-                    )
-                )
-            stem = seg.name[: -len(layout.LOG_SUFFIX)]
-            txn_name = stem + layout.TXN_INDEX_SUFFIX
-            txn_path = join(p.path, layout.txn_index_file_name(seg.base_offset))
-            exists = txn_name.rpartition("/")[2] in p.files
-            content = txn.get(seg.base_offset, b"")
-            if (exists and disk.read_file(txn_path) != content) or (not exists and content):
-                plan.actions.append(
-                    Action(
-                        "write_file",
-                        txn_name,
-                        "aborted transactions replayed from the log",
-                        content=content,
-                    )
-                )
+        own = scan.prepared.get(p.rel)
+        if not isinstance(own, Plan) or own.mode != plan.mode or p.left_alone is not None:
+            # (a partition left alone once every partition was scanned: shared link targets)
+            own = Plan(plan.mode, scan.root)
+            _plan_partition(disk, p, own)
+        plan.actions.extend(own.actions)
+        plan.notes.extend(own.notes)
     return plan
+
+
+def rebuild_partition(p: PartitionScan, checkpoints: Checkpoints, root: str) -> Plan:
+    """`scan_path`'s step for rebuild-index: the partition's rebuild actions and notes, made where
+    it was scanned (the offset, time and transaction indexes are each built from its logs)."""
+    plan = Plan("rebuild-index", root)
+    _plan_partition(p.disk, p, plan)
+    return plan
+
+
+def _plan_partition(disk: Disk, p: PartitionScan, plan: Plan) -> None:
+    if p.left_alone is not None:
+        plan.notes.append(f"{printable(p.rel or p.path)}: left as it is: {p.left_alone}")
+        return
+    txn, problems = _txn_entries(disk, p)
+    plan.notes.extend(problems)
+    for seg in p.segments:
+        if seg.misnamed or any(f.kind == "offset_overflow" for f in seg.findings):
+            plan.notes.append(
+                f"{seg.name}: offsets outside the segment's relative range; its indexes "
+                "cannot be built (repair --mode salvage renames or splits the segment)"
+            )
+            continue
+        if _indexes_stale(disk, p, seg):
+            plan.actions.append(
+                Action(
+                    "rebuild_indexes",
+                    seg.name,
+                    "rebuilt from the log",
+                    index_interval_bytes=p.settings.index_interval_bytes,
+                )
+            )
+        stem = seg.name[: -len(layout.LOG_SUFFIX)]
+        txn_name = stem + layout.TXN_INDEX_SUFFIX
+        txn_path = join(p.path, layout.txn_index_file_name(seg.base_offset))
+        exists = txn_name.rpartition("/")[2] in p.files
+        content = txn.get(seg.base_offset, b"")
+        if (exists and disk.read_file(txn_path) != content) or (not exists and content):
+            plan.actions.append(
+                Action(
+                    "write_file",
+                    txn_name,
+                    "aborted transactions replayed from the log",
+                    content=content,
+                )
+            )
 
 
 def _read_whole(seg: SegmentScan) -> bool:

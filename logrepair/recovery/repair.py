@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from functools import partial
 
 from ..storage.disk import Disk
 from ..storage.logdir import DirLock
@@ -32,9 +33,10 @@ from .journal import (
     remove_discarded,
     unmark_pending,
 )
+from .path_kind import classify
 from .plan import Plan
-from .planner import make_plan
-from .rebuild import plan_rebuild
+from .planner import make_plan, plan_partition_alone
+from .rebuild import plan_rebuild, rebuild_partition
 from .runs import (
     RepairRefused,
     inside,
@@ -43,7 +45,7 @@ from .runs import (
     pending_marker,
     quarantine_roots,
 )
-from .scan import LogDirScan, Progress, classify, scan_path
+from .scan import LogDirScan, PartitionMapper, PartitionStep, Progress, scan_path
 from .settings import Settings
 
 __all__ = ["RepairRefused", "RepairFailed", "RepairResult", "repair", "rebuild_indexes"]
@@ -100,6 +102,7 @@ def repair(
     quarantine_root: str | None = None,
     progress: Progress | None = None,
     interrupted: str = FINISH,
+    partitions: PartitionMapper | None = None,
 ) -> RepairResult:
     """Scan, plan in `mode`, quarantine and apply (after finishing interrupted runs)."""
     return _run(
@@ -108,11 +111,13 @@ def repair(
         settings,
         mode,
         lambda scan: make_plan(scan, mode),
+        partial(plan_partition_alone, mode),
         validated=True,
         dry_run=dry_run,
         quarantine_root=quarantine_root,
         progress=progress,
         interrupted=interrupted,
+        partitions=partitions,
     )
 
 
@@ -125,6 +130,7 @@ def rebuild_indexes(
     quarantine_root: str | None = None,
     progress: Progress | None = None,
     interrupted: str = FINISH,
+    partitions: PartitionMapper | None = None,
 ) -> RepairResult:
     """`rebuild-index`: every index that disagrees with its log rewritten, as a journaled run.
 
@@ -135,11 +141,13 @@ def rebuild_indexes(
         settings,
         "rebuild-index",
         lambda scan: plan_rebuild(disk, scan),
+        rebuild_partition,
         validated=False,
         dry_run=dry_run,
         quarantine_root=quarantine_root,
         progress=progress,
         interrupted=interrupted,
+        partitions=partitions,
     )
 
 
@@ -155,15 +163,20 @@ def _run(
     settings: Settings,
     name: str,
     make: Callable[[LogDirScan], Plan],
+    then: PartitionStep | None,
     *,
     validated: bool,
     dry_run: bool,
     quarantine_root: str | None,
     progress: Progress | None,
     interrupted: str,
+    partitions: PartitionMapper | None = None,
 ) -> RepairResult:
     """The run every plan goes through: lock, settle interrupted runs, scan, plan, quarantine,
-    apply. `name` labels the run's quarantine directory."""
+    apply. `name` labels the run's quarantine directory. The scan is spread over `partitions`
+    (worker processes), each partition planned there by `then` beside its scan; `make` puts the
+    plan together in partition order, and the journal and the apply are this process's alone,
+    as in a serial run."""
     path = disk.real_path(path)
     is_log_dir = classify(disk, path)
     settings = _link_roots(disk, path, is_log_dir, settings)
@@ -185,7 +198,7 @@ def _run(
             "scanning",
             "nothing was changed" if not settled else "nothing but the interrupted runs settled",
         ):
-            scan = scan_path(disk, path, settings, progress)
+            scan = scan_path(disk, path, settings, progress, partitions, then)
         plan = make(scan)
         plan.notes += notes
         plan.links = scan.followed_links

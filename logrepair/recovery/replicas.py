@@ -17,7 +17,8 @@ from ..storage import layout
 from ..storage.checkpoints import CheckpointError, read_offsets
 from ..storage.disk import Disk, join, parent_of
 from ..storage.scan import LogScan
-from .scan import ROOT_MARKERS, NotALogDir, PartitionScan, classify, scan_path
+from .path_kind import ROOT_MARKERS, NotALogDir, classify
+from .scan import PartitionScan, scan_path
 from .settings import Settings
 
 

@@ -14,7 +14,7 @@ from ..storage import layout
 from ..storage.disk import Disk, join, parent_of
 from ..storage.logdir import DirLock
 from .journal import PENDING_MARKER
-from .scan import ROOT_MARKERS
+from .path_kind import ROOT_MARKERS
 
 QUARANTINE_SUFFIX = ".logrepair-quarantine"
 STANDALONE_LOCK_SUFFIX = ".logrepair-lock"

@@ -12,15 +12,16 @@ parent is its log dir, and repair recovers such a partition whole (recovery poin
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..storage import layout
 from ..storage.disk import SPECIAL_TYPES, Disk, join
 from ..storage.layout import FileKind, TopicPartition, printable
-from ..storage.logdir import is_log_dir as is_kafka_log_dir
 from ..storage.producer_snapshot import ProducerSnapshotEntry
 from .findings import Finding
+from .path_kind import classify
 from .segment_scan import SegmentScan, scan_segment
 from .settings import Settings
 from .state_checks import (
@@ -33,20 +34,6 @@ from .state_checks import (
     read_root_checkpoints,
 )
 from .symlinks import FollowedLink, follow, shared_targets
-
-ROOT_MARKERS = (
-    layout.RECOVERY_POINT_CHECKPOINT,
-    layout.LOG_START_OFFSET_CHECKPOINT,
-    layout.REPLICATION_CHECKPOINT,
-    layout.CLEANER_CHECKPOINT,
-    layout.META_PROPERTIES_FILE,
-    layout.CLEAN_SHUTDOWN_FILE,
-    layout.LOCK_FILE,
-)
-
-
-class NotALogDir(ValueError):
-    """PATH is neither a broker's log dir nor a partition dir (unusable input, exit 2)."""
 
 
 @dataclass(slots=True)
@@ -146,6 +133,9 @@ class LogDirScan:
     checkpoints: Checkpoints = field(default_factory=Checkpoints)
     deep: bool = False
     """Every record was decoded (`--deep-iteration`); else only batches were checked."""
+    prepared: dict[str, object] = field(default_factory=dict, compare=False)
+    """What `scan_path`'s step made of each partition scanned in a worker (by its dir, `rel`):
+    its share of a plan, made beside its scan; empty for a serial scan."""
     links: list[FollowedLink] = field(default_factory=list)
     """The root files that are symbolic links read as their targets (`--follow-symlinks`)."""
 
@@ -185,64 +175,19 @@ Progress = Callable[[int], None]
 """Called with the number of `.log` bytes scanned since the last call."""
 
 
-def classify(disk: Disk, path: str) -> bool:
-    """True for a broker's log dir, False for a partition dir; NotALogDir for anything else."""
-    if not disk.exists(path):
-        raise NotALogDir(f"{path}: no such directory")
-    if not disk.is_dir(path):
-        raise NotALogDir(f"{path}: not a directory")
-    names = disk.list_dir(path)
-    name = path.rstrip("/").rpartition("/")[2]
-    if any(n.endswith(layout.LOG_SUFFIX) or n.endswith(layout.LOG_SUFFIX + ".swap") for n in names):
-        return False
-    if any(n in ROOT_MARKERS for n in names):
-        return True
-    try:
-        layout.parse_partition_dir_name(name)
-        is_partition_name = True
-    except layout.LayoutError:
-        is_partition_name = False
-    subdirs = [
-        n for n in names if disk.is_dir(join(path, n)) and not disk.is_symlink(join(path, n))
-    ]
-    if is_partition_name and not subdirs:
-        return False
-    if is_kafka_log_dir(disk, path):
-        return True
-    inside = [join(path, n) for n in subdirs if is_kafka_log_dir(disk, join(path, n))]
-    hint = (
-        f"it holds the log dir {inside[0]}: give that"
-        if inside
-        else "give a log.dirs entry of the broker or one of its partition dirs"
-    )
-    raise NotALogDir(
-        f"{path}: not a Kafka log dir (no partition dir with segments, no checkpoint file or "
-        f"meta.properties) nor a partition dir (no segment files); {hint}"
-    )
-
-
-def total_log_bytes(disk: Disk, path: str, is_log_dir: bool) -> int:
-    """Bytes of `.log` files under PATH, for a progress bar."""
-    dirs = [path]
-    if is_log_dir:
-        dirs = [join(path, n) for n in disk.list_dir(path) if _is_real_dir(disk, join(path, n))]
-    total = 0
-    for d in dirs:
-        for n in disk.list_dir(d):
-            if n.endswith(layout.LOG_SUFFIX) and not disk.is_symlink(join(d, n)):
-                total += disk.size(join(d, n))
-    return total
-
-
-def _is_real_dir(disk: Disk, path: str) -> bool:
-    return disk.is_dir(path) and not disk.is_symlink(path)
-
-
 def scan_path(
-    disk: Disk, path: str, settings: Settings, progress: Progress | None = None
+    disk: Disk,
+    path: str,
+    settings: Settings,
+    progress: Progress | None = None,
+    partitions: PartitionMapper | None = None,
+    then: PartitionStep | None = None,
 ) -> LogDirScan:
     """Scans PATH: a partition dir on its own, or a log dir's root files → its partitions → its
-    checkpoints held against what the partitions hold."""
+    checkpoints held against what the partitions hold. `partitions` runs `scan_partition_dir` over
+    the partition dirs, in their order (`logrepair.pool` spreads them over worker processes,
+    which get their own copy of `disk`), each followed there by `then` (its share of a plan:
+    `LogDirScan.prepared`); None scans them one after the other here, and `then` is not run."""
     path = path.rstrip("/") or "/"
     is_log_dir = classify(disk, path)
     result = LogDirScan(path, is_log_dir, deep=settings.deep_iteration)
@@ -257,10 +202,28 @@ def scan_path(
     files = [name for name, (kind, _, _) in entries.items() if kind == "file"]
     result.links = [link for _, _, link in entries.values() if link is not None]
     result.checkpoints = read_root_checkpoints(disk, path, files, result.findings)
+    dirs: list[tuple[str, layout.PartitionDirName]] = []
     for name, (kind, finding, _) in entries.items():
         if finding is not None:
             result.findings.append(finding)
-        _scan_log_dir_entry(disk, result, name, kind, settings, progress)
+        parsed = _check_log_dir_entry(disk, result, name, kind)
+        if parsed is not None:
+            dirs.append((name, parsed))
+    if partitions is None:
+        for name, parsed in dirs:
+            p = _scan_partition(
+                disk, join(path, name), name, name, settings, result.checkpoints, progress, parsed
+            )
+            result.partitions.append(p)
+    else:
+        context = (disk, path, settings, result.checkpoints, then)
+        for p, done in partitions(scan_partition_dir, context, dirs):
+            p.disk = disk
+            if progress is not None:
+                progress(p.bytes)
+            result.partitions.append(p)
+            if done is not None:
+                result.prepared[p.rel] = done
     check_checkpoint_bounds(result)
     _leave_shared_targets_alone(result)
     return result
@@ -275,6 +238,45 @@ def _leave_shared_targets_alone(result: LogDirScan) -> None:
             if link.rel in why:
                 _add_left_alone(p, why[link.rel])
     result.links = [link for link in result.links if link.rel not in why]
+
+
+PartitionStep = Callable[[PartitionScan, Checkpoints, str], object]
+"""Work on one partition right after its scan and where it was scanned, given the log dir's
+checkpoints and path: a repair's plan of that partition (picklable: a module-level function or a
+`functools.partial` of one)."""
+
+PartitionContext = tuple[Disk, str, Settings, Checkpoints, PartitionStep | None]
+"""What every partition dir of a log dir is scanned with: the Disk, the log dir, the settings,
+its checkpoints, and the step that follows each scan."""
+
+
+PartitionDir = tuple[str, layout.PartitionDirName]
+"""A partition dir of the log dir: its name, parsed."""
+
+
+class PartitionMapper(Protocol):
+    """Runs `task(context, dir)` for each partition dir, yielding the results in order."""
+
+    def __call__(
+        self,
+        task: Callable[[PartitionContext, PartitionDir], tuple[PartitionScan, object]],
+        context: PartitionContext,
+        items: list[PartitionDir],
+    ) -> Iterator[tuple[PartitionScan, object]]: ...
+
+
+def scan_partition_dir(
+    context: PartitionContext, item: PartitionDir
+) -> tuple[PartitionScan, object]:
+    """The partition dir `item` of the log dir scanned on its own (in a worker process, or here),
+    and what the context's step made of it. It comes back without its Disk (the caller's is put
+    back); the rest is what the serial scan holds of it."""
+    disk, root, settings, checkpoints, then = context
+    name, parsed = item
+    p = _scan_partition(disk, join(root, name), name, name, settings, checkpoints, None, parsed)
+    done = None if then is None else then(p, checkpoints, root)
+    p.disk = None
+    return p, done
 
 
 def _look(
@@ -304,36 +306,29 @@ def _look(
     return kind, None, None
 
 
-def _scan_log_dir_entry(
-    disk: Disk,
-    result: LogDirScan,
-    name: str,
-    kind: str,
-    settings: Settings,
-    progress: Progress | None,
-) -> None:
-    """One entry of the log dir: a partition dir to scan, a root file Kafka keeps, or a finding.
-    Symlinks and special files have their finding already and are never read."""
+def _check_log_dir_entry(
+    disk: Disk, result: LogDirScan, name: str, kind: str
+) -> layout.PartitionDirName | None:
+    """One entry of the log dir: a partition dir to scan (its parsed name); a root file Kafka
+    keeps, or a finding (None). Symlinks and special files have their finding already and are
+    never read."""
     p = join(result.root, name)
     if kind == "dir":
         if name == layout.REMOTE_LOG_INDEX_CACHE_DIR:
-            return
+            return None
         try:
             parsed = layout.parse_partition_dir_name(name, p)
         except layout.LayoutError as e:
             result.findings.append(Finding("stray_directory", name, detail=str(e)))
-            return
+            return None
         problem = layout.topic_name_problem(parsed.topic_partition.topic)
         if problem is not None:
             why = f"{problem}: no broker made this directory, and its name cannot be a checkpoint entry"
             result.findings.append(Finding("stray_directory", name, detail=why))
-            return
-        result.partitions.append(
-            _scan_partition(disk, p, name, name, settings, result.checkpoints, progress, parsed)
-        )
-        return
+            return None
+        return parsed
     if kind != "file":
-        return
+        return None
     fn = layout.classify_log_dir_file(name)
     if fn.kind is FileKind.UNKNOWN:
         result.findings.append(
@@ -348,6 +343,7 @@ def _scan_log_dir_entry(
                 detail="left by an interrupted checkpoint write",
             )
         )
+    return None
 
 
 def _scan_partition(

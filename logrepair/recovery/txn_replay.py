@@ -94,7 +94,7 @@ class TxnReplay:
                 continue
             start = max(state.map_end_offset, self.log_start)
             if self.fatal is None:
-                self.fatal = self._read_fails(b)
+                self.fatal = self._read_fails(b, start=start)
             for batch in self._read(b) if with_state else ():
                 if batch.base_offset >= base:
                     break
@@ -124,7 +124,7 @@ class TxnReplay:
             if end <= state.map_end_offset:
                 continue
             start = max(state.map_end_offset, self.log_start)
-            failed = self._read_fails(b)
+            failed = self._read_fails(b, start=start)
             if failed is not None:
                 return b, failed
             for batch in self._read(b):
@@ -147,16 +147,21 @@ class TxnReplay:
             if offset != keep:
                 del self._snapshots[offset]
 
-    def _read_fails(self, base: int, until: int | None = None) -> str | None:
-        """Kafka reads the segment batch by batch by its size fields alone (no CRC check), from
-        its start or, looking for offset `until`, from the offset index's entry at or below it
-        until the batch holding it: a size below 14 bytes throws CorruptRecordException, which
-        nothing catches while the log loads. The message, when it throws."""
+    def _read_fails(
+        self, base: int, until: int | None = None, start: int | None = None
+    ) -> str | None:
+        """Kafka reads the segment batch by batch by its size fields alone (no CRC check): the
+        replay from offset `start` to the end (`LogSegment.read`), looking for offset `until` up
+        to the batch holding it; either begins at the offset index's entry at or below that
+        offset (`translateOffset`), at the segment's start without one. A size below 14 bytes
+        throws CorruptRecordException, which nothing catches while the log loads. The message,
+        when it throws."""
         name = layout.log_file_name(base)
         path = join(self.path, name)
         if not self.disk.exists(path):
             return None
-        position = 0 if until is None else self._index_lookup(base, until)
+        target = until if until is not None else start
+        position = 0 if target is None or target <= base else self._index_lookup(base, target)
         with self.disk.open(path) as f:
             end = min(f.size(), self.sizes.get(base, f.size()))
             while position + _HEADER_UP_TO_MAGIC < end:

@@ -36,8 +36,8 @@ from .journal import (
     clean_marker,
     discard,
 )
+from .path_kind import NotALogDir, classify
 from .runs import lock_run
-from .scan import NotALogDir, classify
 
 
 class UndoRefused(JournalError):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
 
 from logrepair.audit.discovery import DiscoveryError
 from logrepair.audit.local import audit_paths
+from logrepair.cli import main
 from logrepair.storage import layout
 from logrepair.storage.layout import TopicPartition
 
@@ -127,8 +129,8 @@ def test_leader_epoch_file_missing_and_malformed(tmp_path):
 
 
 def test_torn_tail_is_reported_with_the_scan_kind(tmp_path):
-    batches = history(3)
-    _, p = one(tmp_path, PartitionSpec(batches, tail=batches[0].data[:30]))
+    batches = history(4)  # the tail: the start of the batch that would follow the third
+    _, p = one(tmp_path, PartitionSpec(batches[:3], tail=batches[3].data[:30]))
     assert kinds(p) == {"torn_tail"}
     assert p.log_end_offset == 12
     assert "00000000000000000000.log at byte" in p.findings[0].detail
@@ -322,3 +324,14 @@ def test_batches_the_segment_name_cannot_hold(tmp_path):
     (p,) = report.partitions
     assert [f.kind for f in p.findings][:1] == ["segment_name_mismatch"]
     assert p.batches == 1  # offsets 4..7 fit the name; 0..3 do not
+
+
+def test_jobs_audit_the_fleet_as_one_process_does(fleet, capsys):
+    """Replicas compared across brokers (digests kept only for them), consumer offsets, every
+    finding: the same JSON and exit status with the partitions audited in two workers."""
+    outputs = []
+    for jobs in ("1", "2"):
+        code = main(["audit", fleet.root, "--json", "--jobs", jobs])
+        outputs.append((code, capsys.readouterr().out))
+    assert outputs[1] == outputs[0]
+    assert outputs[0][0] == 1 and json.loads(outputs[0][1])["replicas"]

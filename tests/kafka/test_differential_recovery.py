@@ -83,6 +83,8 @@ PINNED = {
         500,
         1631,
     ),
+    "the replay reads a segment below from the index entry of its start offset, past a zeroed "
+    "block": (1200, 4322),
 }
 
 

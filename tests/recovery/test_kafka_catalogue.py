@@ -259,7 +259,7 @@ def test_recovery_after_crash_during_split_phase(log_dir, phase):
     _assert_split_recovered(log_dir, pdir, original)
 
 
-@pytest.mark.parametrize("old_index", [None, b"\x01" * 8])
+@pytest.mark.parametrize("old_index", [None, b"\x01" * 8], ids=["no-index", "an-index"])
 def test_index_swaps_renamed_in_beside_their_segment(log_dir, old_index):
     """A crash while `replaceSegments` renamed a swap's files back (its `.log` done, its indexes
     still `.swap`): Kafka 4.1.1 renames the indexes' swaps in too (over what is there), so the
@@ -284,6 +284,31 @@ def test_index_swaps_renamed_in_beside_their_segment(log_dir, old_index):
     assert (pdir / layout.log_file_name(10)).read_bytes() == log
     assert timeindex.read_bytes() == swapped
     assert not list(pdir.glob("*.swap"))
+
+
+def test_producer_state_replay_starts_at_the_index_entry_of_its_snapshot(log_dir):
+    """Recovering a segment at load (no `.index`), Kafka replays producer state from the latest
+    snapshot (offset 15): the segment below is read from its index entry for offset 15
+    (`translateOffset`), past a zeroed header at batch 5, so nothing throws (`--seed 1200`, case
+    4322). Without the snapshot the replay reads from 0 and the broker does not start."""
+    from logrepair.storage.producer_snapshot import encode_snapshot
+
+    pdir = log_dir / "t-0"
+    write_segment(pdir, 0, batches(0, 20), interval=0)
+    write_segment(pdir, 20, batches(20, 3), indexes=False)
+    log = pdir / layout.log_file_name(0)
+    data = bytearray(log.read_bytes())
+    data[5 * BATCH_SIZE : 6 * BATCH_SIZE] = bytes(BATCH_SIZE)
+    log.write_bytes(bytes(data))
+    rp(log_dir, 23)
+
+    def startup_fails() -> bool:
+        notes = repair(DISK, str(log_dir), "kafka", Settings(), dry_run=True).plan.notes
+        return any("does not start" in n for n in notes)
+
+    assert startup_fails()
+    (pdir / layout.snapshot_file_name(15)).write_bytes(encode_snapshot([]))
+    assert not startup_fails()
 
 
 def test_log_recovers_for_leader_epoch(log_dir):
