@@ -217,6 +217,21 @@ class SimFile(DiskFile):
         self._disk._write(self.path, self._node, position, bytes(data))
         return position
 
+    def copy_to(self, position: int, length: int, dest: DiskFile, dest_position: int) -> int:
+        """A kernel copy in the simulator's terms: a read of this file, then one write to `dest`
+        like any other (unsynced until its fsync, with the same I/O faults and crash states)."""
+        self._check()
+        if position < 0 or length < 0 or dest_position < 0:
+            raise ValueError(f"negative position or length: {position}, {length}, {dest_position}")
+        if not isinstance(dest, SimFile):
+            return super().copy_to(position, length, dest, dest_position)
+        dest._check(write=True)
+        self._disk._io_fault("eio_read", self.path)
+        data = bytes(self._node.data[position : position + length])
+        if data:
+            dest._disk._write(dest.path, dest._node, dest_position, data)
+        return len(data)
+
     def truncate(self, size: int) -> None:
         self._check(write=True)
         if size < 0:

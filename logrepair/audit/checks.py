@@ -281,7 +281,10 @@ def _unflushed_bytes(summaries: list[SegmentSummary], rp: int) -> int:
         return 0
     s = summaries[start]
     d = s.digests
-    cut = next((d.position[i] for i in range(len(d)) if d.last[i] >= rp), s.valid_end)
+    if s.recovery_cut is not None and s.recovery_cut[0] == rp:
+        cut = s.recovery_cut[1]
+    else:
+        cut = next((d.position[i] for i in range(len(d)) if d.last[i] >= rp), s.valid_end)
     if s.task.base_offset >= rp:
         cut = 0
     return s.task.size - cut + sum(x.task.size for x in summaries[start + 1 :])

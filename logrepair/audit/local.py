@@ -16,7 +16,7 @@ from ..storage.osdisk import OsDisk
 from .checks import PartitionResult, audit_partition
 from .discovery import PartitionDir, discover_log_dirs, plan_partition
 from .fleet import build_report, compare_replicas, latest_commits, replica_groups
-from .model import AuditReport, BatchDigests, PartitionPlan
+from .model import AuditReport, PartitionPlan
 from .segments import summarize_segment
 
 DEFAULT_RECOVERY_RATE = 100 * 2**20
@@ -77,15 +77,17 @@ class PartitionWork:
 
 def audit_one(disk: Disk, work: PartitionWork) -> tuple[PartitionPlan, PartitionResult]:
     """One partition dir listed, scanned and checked (in a worker process, or here). Its batch
-    digests (32 bytes a batch) are kept only where a replica comparison needs them, so what comes
-    back is small whatever the partition holds."""
+    digests (32 bytes a batch) are not even collected unless a replica comparison needs them, so
+    memory, and what comes back, is small whatever the partition holds."""
     plan = plan_partition(disk, work.dir)
-    summaries = [summarize_segment(disk, task) for task in plan.segments]
+    rp = plan.recovery_point or 0
+    summaries = [
+        summarize_segment(disk, task, digests=work.replicated, recovery_point=rp)
+        for task in plan.segments
+    ]
     result = audit_partition(
         plan, summaries, broker=work.broker, clean_shutdown=work.clean_shutdown
     )
-    if not work.replicated:
-        result.digests = BatchDigests()
     return plan, result
 
 

@@ -109,6 +109,9 @@ class SegmentSummary:
     """An I/O error that stopped the scan (the file vanished or became unreadable)."""
     details: BatchDetails | None = None
     """Filled when the scan is asked for them (the scan summaries)."""
+    recovery_cut: tuple[int, int] | None = None
+    """(recovery point, position of the first valid batch reaching it), when the scan was given
+    the recovery point: where the unflushed bytes start, without the digests."""
 
 
 @dataclass(slots=True)

@@ -17,6 +17,7 @@ from ..storage.scan import LogScan
 from .model import BatchDetails, CommitKey, SegmentSummary, SegmentTask
 
 INT_MAX = 2**31 - 1
+INT64_MAX = 2**63 - 1
 _TXN_ENDS = (ControlType.COMMIT, ControlType.ABORT)
 
 
@@ -26,19 +27,30 @@ def summarize_details(disk: Disk, task: SegmentTask) -> SegmentSummary:
     return summarize_segment(disk, task, details=True)
 
 
-def summarize_segment(disk: Disk, task: SegmentTask, *, details: bool = False) -> SegmentSummary:
+def summarize_segment(
+    disk: Disk,
+    task: SegmentTask,
+    *,
+    details: bool = False,
+    digests: bool = True,
+    recovery_point: int | None = None,
+) -> SegmentSummary:
     """Scans `task.file`; never raises for bad bytes (they become defects) or for I/O errors
     (they become `scan_error`, so one unreadable file does not fail a fleet audit). `details`
-    keeps each batch's size, epoch, max timestamp and producer id too."""
+    keeps each batch's size, epoch, max timestamp and producer id too.
+
+    `digests` False keeps nothing per batch (a partition with no replica to compare with): the
+    summary is then the same size for any number of batches; with `recovery_point` it records
+    where the unflushed bytes start (`recovery_cut`), which the digests would otherwise give."""
     summary = SegmentSummary(task, details=BatchDetails() if details else None)
     top_epoch = -1
     d, more = summary.digests, summary.details
     add_base, add_last, add_crc, add_position = (
-        d.base.append,
-        d.last.append,
-        d.crc.append,
-        d.position.append,
+        (d.base.append, d.last.append, d.crc.append, d.position.append)
+        if digests
+        else (_keep_nothing,) * 4
     )
+    cut_from = INT64_MAX if recovery_point is None else recovery_point
     try:
         for item in LogScan(disk, task.file, resync=True):
             if isinstance(item, Defect):
@@ -58,6 +70,9 @@ def summarize_segment(disk: Disk, task: SegmentTask, *, details: bool = False) -
             add_last(last)
             add_crc(item.crc)
             add_position(position)
+            if last >= cut_from:
+                summary.recovery_cut = (cut_from, position)
+                cut_from = INT64_MAX
             if more is not None:
                 _add_details(more, size, epoch, item.max_timestamp, item.producer_id)
             if epoch is not None and epoch > top_epoch:
@@ -68,6 +83,10 @@ def summarize_segment(disk: Disk, task: SegmentTask, *, details: bool = False) -
     except (OSError, RuntimeError) as e:
         summary.scan_error = f"{task.file}: {getattr(e, 'strerror', None) or e}"
     return summary
+
+
+def _keep_nothing(_: int) -> None:
+    pass
 
 
 def _add_details(more: BatchDetails, size: int, epoch, timestamp, producer_id) -> None:

@@ -141,7 +141,12 @@ def start(
     # (heal) a segment's new content from byte ranges of this log dir's files and replicas',
     # copied before any action runs, so that no later action can change what it reads
     for blob, pieces in pieced.items():
-        copy_pieces(disk, [(_source(journal, f), pos, n) for f, pos, n in pieces], journal.q(blob))
+        copy_pieces(
+            disk,
+            [(_source(journal, f), pos, n) for f, pos, n in pieces],
+            journal.q(blob),
+            sparse=False,
+        )
     # Where each file's bytes will be when its action runs: an earlier rename brings other bytes
     # (a `.swap` renamed in, then rebuilt or truncated), an earlier delete leaves none.
     source: dict[str, str | None] = {}
@@ -290,7 +295,7 @@ def _apply(journal: Journal, entry: dict, rebuild: IndexRebuilder) -> None:
         if disk.exists(path) and disk.size(path) > action.size:
             if saved.get("copy_on_cut"):
                 temp = journal.temp_name(path)
-                copy_range(disk, path, 0, action.size, temp)
+                copy_range(disk, path, 0, action.size, temp, sparse=False)
                 disk.rename(temp, path)
             else:
                 with disk.open(path, write=True) as f:
@@ -325,6 +330,7 @@ def _apply(journal: Journal, entry: dict, rebuild: IndexRebuilder) -> None:
             0,
             disk.size(journal.q(entry["content_blob"])),
             temp,
+            sparse=False,
         )
         disk.rename(temp, path)
     elif kind == "write_file":
@@ -432,13 +438,13 @@ def _split(journal: Journal, split: Action, path: str) -> None:
     moved = truncate.get("moved")
     if moved:
         if disk.exists(path) and disk.size(path) >= end:
-            copy_range(disk, path, split.position, split.length, dest)
+            copy_range(disk, path, split.position, split.length, dest, sparse=False)
         elif not disk.exists(dest) or disk.size(dest) != split.length:
             raise JournalError(f"{split.to} is incomplete and its source bytes are gone")
         return
     copy_range(
         disk, journal.q(truncate["saved"]["tail"]), split.position - truncate["size"],
-        split.length, dest,
+        split.length, dest, sparse=False,
     )  # fmt: skip
 
 

@@ -1,8 +1,11 @@
 """Byte copies a repair and its undo make: sparse over runs of zeros, chunked, fsynced.
 
 A garbage tail is often zeros (a preallocated or sparse segment end), and can be gigabytes: the
-copy skips every all-zero block it would write and sets the length at the end, so on a filesystem
-with holes a zero run costs no space in the quarantine, and reads back as the same zeros.
+copy into the quarantine skips every all-zero block it would write and sets the length at the end,
+so on a filesystem with holes a zero run costs no space in the quarantine, and reads back as the
+same zeros. The batches a segment keeps (a split, a cut of a linked file, healed pieces) are copied
+in the kernel instead (`DiskFile.copy_to`: a reflink or `copy_file_range`), never through this
+process.
 """
 
 from __future__ import annotations
@@ -17,45 +20,72 @@ COPY_CHUNK = 8 * 1024 * 1024
 ZERO_BLOCK = 64 * 1024
 """Zero runs are left as holes in blocks of this size, aligned in the destination file."""
 _ZEROS = bytes(ZERO_BLOCK)
+KERNEL_CHUNK = 64 * 1024 * 1024
+"""A kernel copy asks again where the source's data is after this many bytes."""
 
 
-def copy_range(disk: Disk, src: str, position: int, length: int, dst: str) -> None:
+def copy_range(
+    disk: Disk, src: str, position: int, length: int, dst: str, *, sparse: bool = True
+) -> None:
     """Copies `[position, position + length)` of `src` into a new file `dst`, fsynced."""
-    copy_ranges(disk, src, [(position, length)], dst)
+    copy_ranges(disk, src, [(position, length)], dst, sparse=sparse)
 
 
-def copy_ranges(disk: Disk, src: str, ranges: list[tuple[int, int]], dst: str) -> None:
+def copy_ranges(
+    disk: Disk, src: str, ranges: list[tuple[int, int]], dst: str, *, sparse: bool = True
+) -> None:
     """The `(position, length)` ranges of `src`, one after another, in a new file `dst`, fsynced."""
-    copy_pieces(disk, [(src, position, length) for position, length in ranges], dst)
+    copy_pieces(disk, [(src, position, length) for position, length in ranges], dst, sparse=sparse)
 
 
-def copy_pieces(disk: Disk, pieces: list[tuple[str, int, int]], dst: str) -> None:
+def copy_pieces(
+    disk: Disk, pieces: list[tuple[str, int, int]], dst: str, *, sparse: bool = True
+) -> None:
     """The `(file, position, length)` ranges, one after another, in a new file `dst`, fsynced.
 
-    Chunked with one reused buffer, so a 1 GiB tail costs 8 MiB of memory; zero blocks are holes."""
+    `sparse`: what the quarantine keeps (a removed tail, a replaced file), read through one reused
+    buffer, so a 1 GiB tail costs 8 MiB of memory, with zero blocks left as holes. Otherwise the
+    bytes are batches a segment keeps, copied in the kernel (`DiskFile.copy_to`). Holes in a
+    source stay holes either way."""
     total = sum(length for _, _, length in pieces)
-    buf = bytearray(min(COPY_CHUNK, max(total, 1)))
-    view = memoryview(buf)
+    buf = bytearray(min(COPY_CHUNK, max(total, 1))) if sparse else None
     with disk.open(dst, create=True) as fout:
         fout.truncate(0)
         out = 0
         for src, position, length in pieces:
             with disk.open(src) as fin:
-                done = 0
-                while done < length:
-                    hole = min(length, fin.data_from(position + done) - position) - done
-                    if hole > 0:  # a hole in the source stays one
-                        done += hole
-                        out += hole
-                        continue
-                    n = fin.read_into(position + done, view[: min(len(buf), length - done)])
-                    if n <= 0:
-                        raise OSError(errno.EIO, f"{src} ended at {position + done} while copying")
-                    write_sparse(fout, out, view[:n])
-                    done += n
-                    out += n
+                if copy_span(fin, position, length, fout, out, buf) < length:
+                    raise OSError(errno.EIO, f"{src} ended at {fin.size()} while copying")
+            out += length
         fout.truncate(total)  # the length, with any trailing zero run as a hole
         fout.fsync()
+
+
+def copy_span(
+    fin: DiskFile, position: int, length: int, fout: DiskFile, out: int, buf: bytearray | None
+) -> int:
+    """Copies `length` bytes of `fin` from `position` to `fout` at `out`, leaving the source's
+    holes unwritten (the caller makes sure they read as zeros: a new file, or a range past the
+    end, set by a final `truncate`): with `buf`, through it, zero blocks left as holes
+    (`write_sparse`); without, in the kernel. Returns the count covered, short only where `fin`
+    ends."""
+    view = None if buf is None else memoryview(buf)
+    done = 0
+    while done < length:
+        hole = min(length, fin.data_from(position + done) - position) - done
+        if hole > 0:  # a hole in the source stays one
+            done += hole
+            continue
+        if view is None:
+            n = fin.copy_to(position + done, min(KERNEL_CHUNK, length - done), fout, out + done)
+        else:
+            n = fin.read_into(position + done, view[: min(len(view), length - done)])
+            if n > 0:
+                write_sparse(fout, out + done, view[:n])
+        if n <= 0:
+            break
+        done += n
+    return done
 
 
 def write_sparse(f: DiskFile, position: int, data: memoryview) -> None:

@@ -31,6 +31,8 @@ def io_errors(
         raise
     except OSError as exc:
         where = f" ({exc.filename})" if exc.filename else ""
+        if exc.filename and exc.filename2:  # a copy: from one file to another
+            where = f" ({exc.filename} -> {exc.filename2})"
         line = (
             f"{exc.strerror or exc}{where} while {doing}: {state() if callable(state) else state}"
         )

@@ -8,15 +8,14 @@ points. What it would keep is what `kafka` mode keeps.
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..format.crc import crc32c
 from ..format.errors import Defect
-from ..storage.abstract_index import IndexOffsetOverflowError, InvalidOffsetError
+from ..storage.abstract_index import IndexFileError, IndexOffsetOverflowError, InvalidOffsetError
 from ..storage.disk import Disk
-from ..storage.index_builder import RecoveryIndex, recovery_index_bytes
+from ..storage.index_builder import RecoveryIndex
 from .indexes import UNBOUNDED_INDEX
 
 if TYPE_CHECKING:
@@ -52,7 +51,10 @@ class KafkaReading:
         "piece_base",
         "last_index_pos",
         "last_index_offset",
-        "points",
+        "index",
+        "index_error",
+        "piece_index",
+        "piece_failed",
     )
 
     def __init__(self, seg: SegmentScan, index_interval_bytes: int) -> None:
@@ -72,9 +74,18 @@ class KafkaReading:
         self.piece_base = seg.base_offset
         self.last_index_pos = 0
         self.last_index_offset: int | None = None
-        self.points = array("q")
-        """(position, last offset, max timestamp) of each batch it keeps, for its index rebuild:
-        24 bytes a batch."""
+        self.index: RecoveryIndex | None = RecoveryIndex(
+            seg.base_offset, index_interval_bytes, UNBOUNDED_INDEX
+        )
+        """The index Kafka's recovery writes, built as the batches pass: nothing is kept per
+        batch."""
+        self.index_error: IndexFileError | None = None
+        """What the index rebuild threw (it is fed nothing more after)."""
+        self.piece_index: RecoveryIndex | None = None
+        """The index of the piece being read, as Kafka recovers each piece of a split again (spec
+        rec §6.7 step 3): `index` itself when the piece starts the segment at its base offset."""
+        self.piece_failed: int | None = None
+        """The base offset of the first piece whose index rebuild throws."""
 
     def batch(self, position: int, first: int, last: int, size: int, ts: int | None) -> None:
         """One batch Kafka's recovery reads (only while `on`)."""
@@ -90,10 +101,11 @@ class KafkaReading:
             # the first batch that did not fit the one before
             self.piece_base = first
             self.pieces.append(Piece(position, first))
+            self._next_piece(first)
         if not self.overflow and not 0 <= last - seg.base_offset <= INT_MAX:
             self.overflow = True  # `ensureOffsetInRange`: LogSegmentOffsetOverflowException
         if self.bytes - self.last_index_pos > self.interval and not self.overflow:
-            # (once Kafka must split, each piece is indexed on its own: `_piece_index_fails`)
+            # (once Kafka must split, each piece is indexed on its own: `piece_index`)
             if self.last_index_offset is not None and last <= self.last_index_offset:
                 seg.kafka_invalid_offset = True
                 self.on = False
@@ -102,7 +114,18 @@ class KafkaReading:
             self.last_index_pos = self.bytes
         if self.last is not None and first <= self.last:
             seg.unordered = True
-        self.points.extend((self.bytes, last, -1 if ts is None else ts))
+        ts = -1 if ts is None else ts
+        if self.index is not None:
+            try:
+                self.index.add(self.bytes, last, ts)
+            except IndexFileError as e:
+                self._index_fails(e)
+        piece = self.piece_index
+        if piece is not None and piece is not self.index:
+            try:
+                piece.add(self.bytes - self.pieces[-1].position, last, ts)
+            except (InvalidOffsetError, IndexOffsetOverflowError):
+                self._piece_fails(piece.base_offset)
         self.bytes += size
         self.last = last
 
@@ -126,7 +149,18 @@ class KafkaReading:
         self.last = last
         self.last_index_pos = index_pos
         self.last_index_offset = index_offset
-        self.points.frombytes(points)
+        if self.index is not None:
+            try:
+                self.index.add_points(points)
+            except IndexFileError as e:
+                self._index_fails(e)
+        piece = self.piece_index
+        if piece is not None and piece is not self.index:
+            # (only the first piece, from byte 0, is read in quiet runs: the points are its own)
+            try:
+                piece.add_points(points)
+            except (InvalidOffsetError, IndexOffsetOverflowError):
+                self._piece_fails(piece.base_offset)
 
     def finish(self, disk: Disk, path: str) -> None:
         """The segment is read: can Kafka split it where an offset overflows, and would each
@@ -141,10 +175,47 @@ class KafkaReading:
                 seg.kafka_pieces = self.pieces
             else:
                 seg.kafka_split_fails = True
+        self._close_piece()
         if seg.kafka_pieces:
-            seg.kafka_piece_invalid = _piece_index_fails(
-                seg.kafka_pieces, self.points, self.bytes, self.interval
-            )
+            seg.kafka_piece_invalid = self.piece_failed
+
+    def _next_piece(self, base_offset: int) -> None:
+        """A piece begins at this batch: the one before is read."""
+        self._close_piece()
+        if self.piece_failed is not None:
+            return  # (past the first piece that fails, none is looked at)
+        starts_segment = self.bytes == 0 and base_offset == self.seg.base_offset
+        self.piece_index = (
+            self.index
+            if starts_segment and self.index is not None
+            else RecoveryIndex(base_offset, self.interval, UNBOUNDED_INDEX)
+        )
+
+    def _close_piece(self) -> None:
+        """Would the rebuild of the piece read so far throw (its last time entry included)?"""
+        piece = self.piece_index
+        if piece is None or self.piece_failed is not None:
+            return
+        try:
+            piece.result()
+        except (InvalidOffsetError, IndexOffsetOverflowError):
+            self._piece_fails(piece.base_offset)
+        if piece is not self.index:
+            self.piece_index = None
+
+    def _index_fails(self, e: IndexFileError) -> None:
+        """The rebuild threw; when it is the first piece's too, so did that piece's."""
+        if self.piece_index is self.index and isinstance(
+            e, (InvalidOffsetError, IndexOffsetOverflowError)
+        ):
+            self._piece_fails(self.seg.base_offset)
+        self.index, self.index_error = None, e
+
+    def _piece_fails(self, base_offset: int) -> None:
+        if self.piece_failed is None:
+            self.piece_failed = base_offset
+        if self.piece_index is not self.index:
+            self.piece_index = None
 
     def _split_the_rest(self, disk: Disk, path: str) -> int | None:
         """`splitOverflowedSegment` copies the whole file, not only what recovery read: the
@@ -184,9 +255,9 @@ class KafkaReading:
         suspect = rewrite or seg.unordered or bool(seg.findings)  # offsets may go back somewhere
         if (suspect or existing) and not seg.kafka_pieces and not seg.kafka_invalid_offset:
             try:
-                index = RecoveryIndex(seg.base_offset, self.interval, UNBOUNDED_INDEX)
-                index.add_points(self.points)
-                kafka_index = index.result()
+                if self.index is None:
+                    raise self.index_error  # what it threw while the batches passed
+                kafka_index = self.index.result()
                 seg.kafka_index_entries = len(kafka_index[0]) // 8
                 if existing is not None:
                     # indexes that agree with the log can still differ from Kafka's rebuild
@@ -221,23 +292,6 @@ def kafka_keeps_bad_magic(disk: Disk, path: str, defect: Defect) -> int | None:
             return None
         body = f.read_at(defect.position + 21, size - 21)
     return size if crc32c(body) == int.from_bytes(head[17:21], "big") else None
-
-
-def _piece_index_fails(pieces: list[Piece], points: array, end: int, interval: int) -> int | None:
-    """Kafka recovers each piece of a split again (spec rec §6.7 step 3), with index points of its
-    own: the base offset of the first piece whose index rebuild throws, if any."""
-    bounds = [pc.position for pc in pieces[1:]] + [end]
-    k, n = 0, len(points)
-    for pc, stop in zip(pieces, bounds, strict=True):
-        own = []
-        while k < n and points[k] < stop:
-            own.append((points[k] - pc.position, points[k + 1], points[k + 2]))
-            k += 3
-        try:
-            recovery_index_bytes(own, pc.base_offset, interval, UNBOUNDED_INDEX)
-        except (InvalidOffsetError, IndexOffsetOverflowError):
-            return pc.base_offset
-    return None
 
 
 def _kafka_can_split(pieces: list[Piece], last_offset: int | None, base_offset: int) -> bool:

@@ -21,6 +21,9 @@ if TYPE_CHECKING:
 
 _NOTHING = (0, 0, 0)
 _EMPTY = b""
+_SPAN = 1 << 20
+"""Bytes of buffer one call walks at most: its points (24 bytes a batch) are then bounded by this
+span, not by the window, so memory does not follow the number of batches in a window."""
 _SAFE_BASE = 2**62
 _INT64_MAX = 2**63 - 1  # (a configured maximum beyond it is no maximum)
 """Segments based below this keep every index offset (base + a 31-bit entry) inside int64."""
@@ -55,12 +58,26 @@ class QuietBatches:
         floor = max(floor, limits[0])
         _, max_last, max_size, epoch = limits
         k_on = kafka.on
+        # The points (position, last offset, max timestamp) of the run go to Kafka's index while
+        # Kafka reads on, else to the index of the strict run after damage (`run_index`), as if
+        # Kafka recovered that run as a segment of its own (which is what salvage makes of it).
+        run = strict.run
+        run_index = None if run is None else strict.run_index  # (the ended run's is closed later)
+        new_run = run is None and file_position + pos > 0
         if k_on:
             k_limits = kafka.quiet_limits()
-            if k_limits is None:
-                return _NOTHING
+            if k_limits is None or run_index is not None or new_run:
+                return _NOTHING  # (both would want the points: batch by batch)
             floor = max(floor, k_limits[0])
             max_last = min(max_last, k_limits[1])
+            k_state = (True, kafka.bytes, kafka.last_index_pos, kafka.last_index_offset)
+        elif run_index is not None:
+            run_index.flush()
+            last_entry = run_index.last_entry_offset if run_index.offset_entries else None
+            at = file_position + pos - run.start
+            k_state = (True, at, run_index.last_indexed, last_entry)
+        else:
+            k_state = (new_run, 0, 0, None)
         offsets, times = self.index_checks.offsets, self.index_checks.times
         if offsets is None:
             oi = (_EMPTY, 0, 0, 0, NONE)
@@ -72,12 +89,12 @@ class QuietBatches:
             ti = (_EMPTY, 0, 0, 0)
         else:
             ti = (times.raw, times.i, times.n if times.problem is None else times.i, times.base)
-        k_offset = kafka.last_index_offset
+        k_indexed, k_bytes, k_pos, k_offset = k_state
         n, end, first, last, max_ts, txn, oi_i, oi_prev, ti_i, kept, k_pos, k_offset, points = (
             quiet_run(
                 buf,
                 pos,
-                limit,
+                min(limit, pos + _SPAN),
                 file_position,
                 min(max_length, _INT64_MAX),
                 floor,
@@ -86,16 +103,19 @@ class QuietBatches:
                 epoch,
                 *oi,
                 *ti,
-                k_on,
-                kafka.bytes,
-                kafka.last_index_pos,
+                k_indexed,
+                k_bytes,
+                k_pos,
                 NONE if k_offset is None else k_offset,
                 kafka.interval,
             )
         )
         if not n:
             return _NOTHING
-        strict.extend(file_position + pos, file_position + end, first, last, max_ts)
+        strict.extend(
+            file_position + pos, file_position + end, first, last, max_ts,
+            None if k_on or not k_indexed else points,
+        )  # fmt: skip
         if k_on:
             kafka.extend(kept, last, k_pos, None if k_offset == NONE else k_offset, points)
             if txn:

@@ -23,11 +23,13 @@ from ..format.batch import CONTROL_MASK, TRANSACTIONAL_MASK, RecordBatch
 from ..format.errors import Defect, FormatError
 from ..format.legacy import LegacyBatch
 from ..format.walker import CRC_VALID_KINDS
+from ..storage.abstract_index import IndexFileError
 from ..storage.disk import Disk
+from ..storage.index_builder import RecoveryIndex
 from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 from .findings import Finding
 from .index_checks import SegmentIndexChecks
-from .indexes import batch_header
+from .indexes import UNBOUNDED_INDEX, batch_header
 from .kafka_reading import INT_MAX, KafkaReading, Piece, kafka_keeps_bad_magic
 from .quiet_batches import QuietBatches
 
@@ -113,6 +115,11 @@ class SegmentScan:
     """Entries of the offset index Kafka's recovery would write (0 when not computed)."""
     kafka_index_differs: bool = False
     """The indexes agree with the log but are not the bytes Kafka's recovery writes."""
+    run_indexes: dict[tuple[int, int], tuple[bytes, bytes]] = field(default_factory=dict)
+    """By `(start, end)`: the `.index` and `.timeindex` of each run that starts past byte 0 (after
+    damage), as a segment of its own named by its first offset, which is what salvage's split
+    makes of it; computed in the pass, so the split's new segment is not read again. A run
+    cut after the pass (a stale tail) no longer matches its key."""
     kafka_index_checked: bool = False
     """The offset and time index files were held byte for byte against Kafka's rebuild
     (`kafka_index_differs` says how that went): rebuild-index plans from it without a reread."""
@@ -142,6 +149,15 @@ class SegmentScan:
     @property
     def valid_bytes(self) -> int:
         return sum(r.end - r.start for r in self.runs)
+
+    def prefix_indexes(self, end: int) -> tuple[bytes, bytes] | None:
+        """The indexes of the segment cut at `end`, when Kafka's rebuild in the pass covered
+        exactly its batches: the first run, from byte 0 to `end`, where Kafka's reading stops too
+        (None otherwise: the cut is rebuilt from the file)."""
+        first = self.runs[0] if self.runs else None
+        if first is None or (first.start, first.end) != (0, end) or self.kafka_pieces:
+            return None
+        return self.kafka_indexes if self.kafka_valid_bytes == end else None
 
 
 def scan_segment(
@@ -173,8 +189,9 @@ def scan_segment(
     index_checks = SegmentIndexChecks(disk, seg, index_paths, active=next_base is None)
     kafka = KafkaReading(seg, index_interval_bytes)
     strict = _StrictReading(
-        seg, previous_last_offset, next_base, previous_max_epoch, message_max_bytes
-    )
+        seg, previous_last_offset, next_base, previous_max_epoch, message_max_bytes,
+        index_interval_bytes,
+    )  # fmt: skip
     _read_batches(disk, path, max_batch_size, deep, strict, kafka, index_checks)
     strict.finish()
     kafka.finish(disk, path)
@@ -291,6 +308,8 @@ class _StrictReading:
         "stale_at",
         "stale_last",
         "stale_first",
+        "interval",
+        "run_index",
     )
 
     def __init__(
@@ -300,8 +319,12 @@ class _StrictReading:
         next_base: int | None,
         previous_max_epoch: int,
         message_max_bytes: int | None,
+        index_interval_bytes: int,
     ) -> None:
         self.seg = seg
+        self.interval = index_interval_bytes
+        self.run_index: RecoveryIndex | None = None
+        """The index of the current run as a segment of its own (runs past byte 0 only)."""
         self.previous_last_offset = previous_last_offset
         self.next_base = next_base
         self.message_max_bytes = message_max_bytes
@@ -342,16 +365,29 @@ class _StrictReading:
         epoch = self.max_epoch if self.max_epoch <= self.segment_max_epoch else _NO_EPOCH
         return floor, max_last, max_size, epoch
 
-    def extend(self, start: int, end: int, first: int, last: int, max_ts: int) -> None:
+    def extend(
+        self, start: int, end: int, first: int, last: int, max_ts: int, points: bytes | None
+    ) -> None:
         """Batches from `start` to `end` at offsets `first`..`last` that met `quiet_limits`:
-        what `batch` does with each of them, at once."""
+        what `batch` does with each of them, at once. `points`: their (position in the run, last
+        offset, max timestamp) for the run's index, when it has one."""
         run = self.run
         if run is None:
+            self._close_run_index()
             self.run = Run(start, end, first, last)
             self.seg.runs.append(self.run)
+            if start:
+                self.run_index = RecoveryIndex(first, self.interval, UNBOUNDED_INDEX)
         else:
             run.end = end
             run.last_offset = last
+        if self.run_index is not None:
+            try:
+                if points is None:
+                    raise IndexFileError("no points")  # (the caller could not give them)
+                self.run_index.add_points(points)
+            except IndexFileError:
+                self.run_index = None
         self.last = last
         if max_ts > self.seg.max_timestamp:
             self.seg.max_timestamp = max_ts
@@ -389,8 +425,11 @@ class _StrictReading:
             self.too_large.end()
         run = self.run
         if run is None:
-            self.run = Run(position, position + size, first, last)
-            seg.runs.append(self.run)
+            self._close_run_index()
+            run = self.run = Run(position, position + size, first, last)
+            seg.runs.append(run)
+            if position:
+                self.run_index = RecoveryIndex(first, self.interval, UNBOUNDED_INDEX)
         else:
             run.end = position + size
             run.last_offset = last
@@ -400,6 +439,11 @@ class _StrictReading:
         ts = item.max_timestamp
         if ts is not None and ts > seg.max_timestamp:
             seg.max_timestamp = ts
+        if self.run_index is not None:
+            try:
+                self.run_index.add(position - run.start, last, -1 if ts is None else ts)
+            except IndexFileError:
+                self.run_index = None  # (rebuilt from the file, which says why, if it is split)
         epoch = item.partition_leader_epoch
         if epoch is not None and epoch >= 0:
             self._epoch(epoch, position, size, first, last)
@@ -500,9 +544,20 @@ class _StrictReading:
         self.relative_base = first
         self.run = None
 
+    def _close_run_index(self) -> None:
+        """The run that just ended: its index, for a split to write as it is."""
+        if self.run_index is not None:
+            run = self.seg.runs[-1]
+            try:
+                self.seg.run_indexes[(run.start, run.end)] = self.run_index.result()
+            except IndexFileError:
+                pass
+            self.run_index = None
+
     def finish(self) -> None:
         """The segment is read: close the open stretches and cut a stale tail."""
         seg = self.seg
+        self._close_run_index()
         seg.max_epoch = self.max_epoch
         self.regressions.end()
         self.too_large.end()

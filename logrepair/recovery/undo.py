@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ..storage.disk import Disk, parent_of
 from . import logdir_state
-from .copies import copy_range, file_state, move_file, write_sparse
+from .copies import COPY_CHUNK, copy_range, copy_span, file_state, move_file
 from .failures import io_errors
 from .journal import (
     ABANDONED,
@@ -298,28 +298,21 @@ def _restore_tail(journal: Journal, entry: dict) -> None:
     blob_at = 0
     position = entry["size"]
     end = saved["original_size"]
-    buf = bytearray(8 << 20)
+    buf = bytearray(COPY_CHUNK)
     with disk.open(journal.at(entry, entry["file"]), write=True) as dst:
         dst.truncate(entry["size"])  # what an earlier try wrote goes; holes read as zeros again
         while position < end:
             if position in moved:
+                # kept batches, back from the segment they went to: in the kernel
                 length, to = moved[position]
-                source, at = journal.t(to), 0
+                source, at, through = journal.t(to), 0, None
             else:
                 length = min([p for p in moved if p > position], default=end) - position
-                source, at = blob, blob_at
+                source, at, through = blob, blob_at, buf
                 blob_at += length
             with disk.open(source) as src:
-                done = 0
-                while done < length:
-                    done += max(0, min(length, src.data_from(at + done) - at) - done)  # a hole
-                    if done >= length:
-                        break
-                    n = src.read_into(at + done, memoryview(buf)[: min(len(buf), length - done)])
-                    if n <= 0:
-                        raise UndoRefused(f"{source} is shorter than the repair left it")
-                    write_sparse(dst, position + done, memoryview(buf)[:n])
-                    done += n
+                if copy_span(src, at, length, dst, position, through) < length:
+                    raise UndoRefused(f"{source} is shorter than the repair left it")
             position += length
         dst.truncate(end)
         dst.fsync()

@@ -5,7 +5,8 @@ power-loss semantics. Nothing in `logrepair.storage` or `logrepair.recovery` may
 filesystem any other way (a test scans for it), which is what lets the simulator crash real code.
 
 Semantics every implementation keeps, because SimDisk's crash states are defined by them:
-- Writes change what readers see at once; they are durable only after `DiskFile.fsync`.
+- Writes change what readers see at once; they are durable only after `DiskFile.fsync`. A copy
+  (`DiskFile.copy_to`, in the kernel on the real OS) is a write to its destination like any other.
 - Creating, renaming or unlinking a name is durable only after `fsync_dir` of its directory.
 - `rename` replaces an existing destination atomically (POSIX rename).
 - Paths are plain strings; a Disk never resolves symlinks on the caller's behalf except where a
@@ -17,6 +18,8 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from typing import Protocol
+
+_COPY_BUFFER = 8 * 1024 * 1024
 
 
 class DiskLock(Protocol):
@@ -58,6 +61,25 @@ class DiskFile(ABC):
 
     @abstractmethod
     def close(self) -> None: ...
+
+    def copy_to(self, position: int, length: int, dest: DiskFile, dest_position: int) -> int:
+        """Copies `[position, position + length)` of this file to `dest` at `dest_position`;
+        returns the count copied (fewer only where this file ends). A write to `dest` like any
+        other: seen at once, durable after `dest.fsync()`.
+
+        For a file's kept bytes (a segment split or cut, healed pieces): `OsFile` copies in the
+        kernel, so the bytes never pass through this process. This default goes through one
+        bounded buffer."""
+        buf = bytearray(min(_COPY_BUFFER, max(length, 1)))
+        view = memoryview(buf)
+        done = 0
+        while done < length:
+            n = self.read_into(position + done, view[: min(len(buf), length - done)])
+            if n <= 0:
+                break
+            dest.write_at(dest_position + done, view[:n])
+            done += n
+        return done
 
     def data_from(self, position: int) -> int:
         """The first position at or after `position` that may hold data (`SEEK_DATA`): everything

@@ -150,6 +150,25 @@ def test_eio_on_chosen_write_changes_nothing(disk: SimDisk) -> None:
     assert disk.read_file("/data/t-0/0.log") == b"ac"
 
 
+def test_a_kernel_copy_is_a_write_like_any_other(disk: SimDisk) -> None:
+    """`copy_to` (a segment split's copy) is traced, unsynced until fsync, and faulted like a
+    write, so crash exploration covers repairs that copy kept bytes."""
+    with disk.open("/data/t-0/a.log", create=True) as f:
+        f.write_at(0, b"0123456789")
+        f.fsync()
+    disk.io_faults.append(IoFault("eio_write", 0, path_contains="b.log"))
+    with disk.open("/data/t-0/a.log") as src, disk.open("/data/t-0/b.log", create=True) as dst:
+        with pytest.raises(OSError) as e:
+            src.copy_to(2, 5, dst, 0)
+        assert e.value.errno == errno.EIO and disk.read_file("/data/t-0/b.log") == b""
+        assert src.copy_to(2, 50, dst, 1) == 8
+        op = disk.trace[-1]
+        assert (op.kind, op.path, op.position, op.data) == ("write", dst.path, 1, b"23456789")
+        assert disk.pending[-1].data == b"23456789"
+        dst.fsync()
+    assert disk.durable_content(disk.node_of("/data/t-0/b.log")) == b"\x0023456789"
+
+
 def test_eio_on_fsync_leaves_data_unsynced(disk: SimDisk) -> None:
     disk.io_faults.append(IoFault("eio_fsync", 0))
     with disk.open("/data/t-0/f", create=True) as f:

@@ -48,6 +48,21 @@ class DiskContract:
             assert f.read_at(1000, 10) == b""
             assert f.read_at(0, 0) == b""
 
+    def test_copy_to_writes_a_range_into_another_file(self, disk: Disk, root: str) -> None:
+        data = bytes(range(256)) * 40
+        src, dst = join(root, "src"), join(root, "dst")
+        with disk.open(src, create=True) as f:
+            f.write_at(0, data)
+        with disk.open(dst, create=True) as f:
+            f.write_at(0, b"head")
+        with disk.open(src) as fin, disk.open(dst, write=True) as fout:
+            assert fin.copy_to(100, 5000, fout, 4) == 5000
+            # fewer only where the source ends; nothing past it
+            assert fin.copy_to(len(data) - 10, 100, fout, 5004) == 10
+            assert fin.copy_to(len(data), 100, fout, 0) == 0
+        assert disk.read_file(dst) == b"head" + data[100:5100] + data[-10:]
+        assert disk.read_file(src) == data
+
     def test_read_into_fills_the_callers_buffer(self, disk: Disk, root: str) -> None:
         path = join(root, "f")
         with disk.open(path, create=True) as f:

@@ -179,7 +179,7 @@ def test_max_index_size_below_a_time_entry_is_refused() -> None:
 
 
 def _fed(batches: list[B], base: int, interval: int, max_index_size: int, bulk: bool):
-    """The index after feeding `batches` one `add` at a time, or as points to `add_points`:
+    """The index after feeding `batches` one `_add` at a time, or as points to `add_points`:
     every field of its state, or the exception and the state it was left in."""
     index = RecoveryIndex(base, interval, max(max_index_size, 12))
     points, position = array("q"), 0
@@ -192,7 +192,7 @@ def _fed(batches: list[B], base: int, interval: int, max_index_size: int, bulk: 
             index.add_points(points.tobytes())
         else:
             for k in range(0, len(points), 3):
-                index.add(*points[k : k + 3])
+                index._add(*points[k : k + 3])  # the rule one batch at a time, unbuffered
     except (IndexFileError, ValueError, struct.error) as e:
         error = (type(e), str(e))
     return error, [getattr(index, name) for name in RecoveryIndex.__slots__]
@@ -204,3 +204,13 @@ def test_add_points_in_c_is_add_batch_by_batch(segment) -> None:
     """C's `index_points` stops before the triple that raises; `add` then raises it, so the two
     ways end in the same state with the same error."""
     assert _fed(*segment, bulk=True) == _fed(*segment, bulk=False)
+
+
+def test_more_batches_than_add_buffers_are_the_spec_rule() -> None:
+    """`add` runs its buffered points through the rule a chunk at a time: chunk edges (and a
+    throw in a later chunk) change nothing."""
+    batches = [B(61 + (i * 37) % 500, 3 * i, (i * 7919) % 10_000) for i in range(10_000)]
+    assert build_indexes(batches, 0, 300) == spec_rebuild(batches, 0, 300)
+    batches[9_000] = B(100, 5, 1)  # offsets go back at an index entry past the first chunks
+    with pytest.raises(InvalidOffsetError):
+        build_indexes(batches, 0, 0)

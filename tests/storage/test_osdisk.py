@@ -12,7 +12,7 @@ import textwrap
 import pytest
 
 from logrepair.storage.disk import LockHeld, join
-from logrepair.storage.osdisk import OsDisk
+from logrepair.storage.osdisk import OsDisk, OsFile
 
 from .disk_contract import DiskContract
 
@@ -50,6 +50,83 @@ def test_large_read_is_split_but_whole(disk: OsDisk, root: str, monkeypatch) -> 
     with disk.open(path, create=True) as f:
         f.write_at(0, data)
         assert f.read_at(7, 4000) == data[7:4007]
+
+
+def _copied(disk: OsDisk, src: str, dst: str, position: int, length: int, at: int) -> int:
+    with disk.open(src) as fin, disk.open(dst, create=True) as fout:
+        return fin.copy_to(position, length, fout, at)
+
+
+def test_copy_to_stays_in_the_kernel(disk: OsDisk, root: str, monkeypatch) -> None:
+    """A segment's kept bytes never pass through the process: reading them would fail here. The
+    block-aligned range tries a reflink first (ext4 and tmpfs refuse it; XFS and btrfs share the
+    blocks) and the unaligned one has none to share."""
+    data = os.urandom(3 * 4096 + 100)
+    src, dst = join(root, "src"), join(root, "dst")
+    with open(src, "wb") as f:
+        f.write(data)
+
+    def no_reads(*_):
+        raise AssertionError("copied through the process")
+
+    monkeypatch.setattr(OsFile, "read_into", no_reads)
+    monkeypatch.setattr(OsFile, "read_at", no_reads)
+    assert _copied(disk, src, dst, 4096 + 7, 2 * 4096, 7) == 2 * 4096
+    assert _copied(disk, src, dst, 13, len(data), 0) == len(data) - 13
+    with open(dst, "rb") as f:
+        assert f.read() == data[13:]
+
+
+def test_copy_to_another_file_system_falls_back_to_sendfile(disk: OsDisk, root: str) -> None:
+    """`copy_file_range` and the reflink refuse two file systems (EXDEV): `sendfile` copies."""
+    other = "/dev/shm"
+    if not os.path.isdir(other) or os.stat(other).st_dev == os.stat(root).st_dev:
+        pytest.skip("no second file system to copy to")
+    data = os.urandom(2 * 4096 + 5)
+    src = join(root, "src")
+    with open(src, "wb") as f:
+        f.write(data)
+    dst = join(other, f"logrepair-copy-{os.getpid()}")
+    try:
+        assert _copied(disk, src, dst, 0, len(data), 0) == len(data)
+        assert _copied(disk, src, dst, 4096, 10, len(data)) == 10
+        with open(dst, "rb") as f:
+            assert f.read() == data + data[4096:4106]
+    finally:
+        os.unlink(dst)
+
+
+def test_copy_to_falls_back_to_the_buffer(disk: OsDisk, root: str, monkeypatch) -> None:
+    """Where the kernel has neither (ENOSYS: an old kernel, a sandbox), one buffer copies."""
+
+    def enosys(*_):
+        raise OSError(errno.ENOSYS, os.strerror(errno.ENOSYS))
+
+    monkeypatch.setattr(os, "copy_file_range", enosys)
+    monkeypatch.setattr(os, "sendfile", enosys)
+    data = os.urandom(10_000)
+    src = join(root, "src")
+    with open(src, "wb") as f:
+        f.write(data)
+    assert _copied(disk, src, join(root, "dst"), 1, 20_000, 0) == len(data) - 1
+    with open(join(root, "dst"), "rb") as f:
+        assert f.read() == data[1:]
+
+
+def test_copy_error_names_both_files(disk: OsDisk, root: str) -> None:
+    src = join(root, "src")
+    with open(src, "wb") as f:
+        f.write(b"x" * 100)
+    with disk.open(src) as fin, disk.open(join(root, "dst"), create=True) as fout:
+        fout.close()  # its descriptor is gone: EBADF is no reason to try another way
+        fout._fd = os.open(src, os.O_RDONLY)
+        try:
+            with pytest.raises(OSError) as e:
+                fin.copy_to(0, 100, fout, 0)
+        finally:
+            os.close(fout._fd)
+            fout._fd = -1
+    assert (e.value.filename, e.value.filename2) == (src, join(root, "dst"))
 
 
 def test_list_dir_types_is_one_listing_of_file_type(disk: OsDisk, root: str) -> None:
@@ -112,7 +189,7 @@ def test_write_past_file_size_limit_names_the_path(tmp_path) -> None:
     script = textwrap.dedent(
         f"""
         import resource, signal
-        from logrepair.storage.osdisk import OsDisk
+        from logrepair.storage.osdisk import OsDisk, OsFile
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
         resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
         path = {str(tmp_path / "big.log")!r}

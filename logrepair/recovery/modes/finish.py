@@ -91,12 +91,14 @@ def _plan_indexes(pp: PartitionPlan, seg: Seg, mode: str) -> None:
             "(IllegalArgumentException); the index is written whole here"
         )
     precomputed = scan.kafka_indexes
-    if (
-        mode == "kafka"
-        and precomputed is not None
-        and seg not in pp.created
-        and seg.new_size in (None, scan.kafka_valid_bytes)
-    ):
+    # kafka mode keeps what Kafka's recovery keeps; a piece a split made (salvage, Kafka's
+    # overflow split) has the indexes of its own batches when the scan computed them, and so
+    # has a cut where Kafka's reading stopped too (point-in-time at its first damage)
+    ours = (mode == "kafka" and seg not in pp.created) or seg.derived
+    if not ours and seg.new_size is not None and seg not in pp.created:
+        precomputed = scan.prefix_indexes(seg.new_size)
+        ours = precomputed is not None
+    if ours and precomputed is not None and seg.new_size in (None, scan.kafka_valid_bytes):
         stem = seg.stem()
         for suffix, content in zip(
             (layout.INDEX_SUFFIX, layout.TIME_INDEX_SUFFIX), precomputed, strict=True

@@ -150,7 +150,22 @@ def _sub_scan(scan: SegmentScan, piece: Piece, base: int, name: str) -> SegmentS
         (e, b, pos - shift) for e, b, pos in scan.strict_epochs if piece.start <= pos < piece.end
     ]
     sub.max_timestamp = scan.max_timestamp
+    indexes = _piece_indexes(scan, piece, base)
+    if indexes is not None:
+        sub.kafka_indexes = indexes
+        sub.kafka_valid_bytes = piece.end - piece.start
+        sub.kafka_index_entries = len(indexes[0]) // 8
     return sub
+
+
+def _piece_indexes(scan: SegmentScan, piece: Piece, base: int) -> tuple[bytes, bytes] | None:
+    """The indexes of the piece as a segment based at `base`, when the scan's pass computed them
+    for exactly its batches: a run past byte 0 as its own segment (`run_indexes`), or the start of
+    the segment up to where Kafka's recovery stops too (Kafka's own rebuild)."""
+    if piece.start:
+        run = scan.run_indexes.get((piece.start, piece.end))
+        return run if run is not None and base == piece.first_offset else None
+    return scan.prefix_indexes(piece.end) if base == scan.base_offset else None
 
 
 def _txn_for(seg: Seg, sub: SegmentScan) -> list[tuple[int, int, int, int]]:
