@@ -224,17 +224,19 @@ class Walker:
                 step[1], resumed.position, fp + pos - resumed.position, step[2], resumed.offset
             )
         while True:
-            if quiet is not None and pos + 61 <= limit:
+            # Offered again after each run: a run may stop only where a call's span ends.
+            while quiet is not None and pos + 61 <= limit:
                 n, end, last = quiet(mv, pos, limit, fp, max_length, floor)
-                if n:
-                    batches += n
-                    expected = last + 1
-                    if check:
-                        floor = expected
-                    pos = end
-                    self.position = fp + end
-                    self.expected_offset = expected
-                    self.batches = batches
+                if not n:
+                    break
+                batches += n
+                expected = last + 1
+                if check:
+                    floor = expected
+                pos = end
+                self.position = fp + end
+                self.expected_offset = expected
+                self.batches = batches
             # Fast path: a whole v2 batch that is in the buffer and valid, in one unpack of the
             # fields it checks (the whole header when the batch object will need it) and one CRC
             # over a zero-copy slice.
