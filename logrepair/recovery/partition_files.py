@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class Snapshot:
+    """A producer snapshot file of the partition: its offset, its name, and what is wrong with it
+    (None: it decodes)."""
+
     offset: int
     file: str
     corrupt: str | None
@@ -62,6 +65,9 @@ def look(
     return kind, None, None
 
 
+_INDEX_FILE_KINDS = (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX)
+
+
 @dataclass(slots=True)
 class PartitionFiles:
     """A partition dir's segment files by base offset (names in the dir)."""
@@ -81,14 +87,12 @@ class PartitionFiles:
         unless a `.cleaned` file at or below it makes the swap part of an unfinished split."""
         swaps_kept = self.min_cleaned is None or base < self.min_cleaned
         out = []
-        for k in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
+        for k in _INDEX_FILE_KINDS:
             name = self.swap_indexes.get((base, k)) if swaps_kept else None
             name = name or self.indexes.get((base, k))
             out.append(None if name is None else join(path, name))
         return tuple(out)
 
-
-_INDEX_FILE_KINDS = (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX)
 
 _LEFTOVER_KINDS = {
     layout.DELETED_SUFFIX: "deleted_leftover",
