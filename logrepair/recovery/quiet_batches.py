@@ -17,7 +17,7 @@ from ..format.batch_runs import NONE, quiet_run
 if TYPE_CHECKING:
     from .index_checks import SegmentIndexChecks
     from .kafka_reading import KafkaReading
-    from .segment_scan import _StrictReading
+    from .strict_reading import StrictReading
 
 _NOTHING = (0, 0, 0)
 _EMPTY = b""
@@ -35,7 +35,7 @@ class QuietBatches:
     __slots__ = ("strict", "kafka", "index_checks")
 
     def __init__(
-        self, strict: _StrictReading, kafka: KafkaReading, index_checks: SegmentIndexChecks
+        self, strict: StrictReading, kafka: KafkaReading, index_checks: SegmentIndexChecks
     ) -> None:
         self.strict = strict
         self.kafka = kafka
