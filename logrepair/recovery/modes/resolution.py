@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...storage import layout
+from ...storage.layout import printable
 from ..defects import kind as defect_kind
 from ..findings import Finding
 from ..plan import Action, Plan
@@ -80,7 +81,9 @@ def _moved_with(f: Finding, splits: list[Action]) -> Finding | None:
     """The finding where a split moves the batch it is about, if one does."""
     for a in splits:
         if a.file == f.file and a.position <= f.position < a.position + a.length:
-            return replace(f, file=a.to, position=f.position - a.position)
+            return replace(
+                f, file=a.to, position=f.position - a.position, moved_from=(f.file, f.position)
+            )
     return None
 
 
@@ -102,5 +105,7 @@ def left_json(findings: list[Finding], mode: str) -> list[dict]:
     for f in findings:
         entry = f.to_json()
         entry["fixed_by"] = [m for m in defect_kind(f.kind).fixed_by if m != mode]
+        if f.moved_from is not None:
+            entry["moved_from"] = {"file": printable(f.moved_from[0]), "position": f.moved_from[1]}
         out.append(entry)
     return out
