@@ -487,6 +487,29 @@ def test_split_below_the_recovery_point_keeps_its_damage(kafka_recover, work_dir
     ]
 
 
+@pytest.mark.parametrize(
+    ("recovery_point", "kept"),
+    [(0, [0, 2**31]), (2**31 + 1, [0, 2**31]), (2**32 + 1, [0, 2**31, 2**32])],
+)
+def test_split_in_the_recovery_pass_from_the_floor_of_the_recovery_point(
+    recovery_point, kept, kafka_recover, work_dir
+):
+    """Segment 0 with (empty) indexes loads as it is; the recovery pass splits it and its retry
+    recovers from the piece holding the recovery point: the flip in piece 2^31 is cut there, or
+    kept below it."""
+    log_dir = work_dir / "a" / "kafka-logs"
+    pdir = log_dir / "t-0"
+    data = [batch(o) for o in (0, 2**31 - 1, 2**31, 2**31 + 1, 2**31 + 2, 2**32)]
+    write_segment(pdir, 0, data, indexes=False)
+    (pdir / layout.index_file_name(0)).write_bytes(b"")
+    (pdir / layout.time_index_file_name(0)).write_bytes(b"")
+    flip_byte(pdir / layout.log_file_name(0), sum(map(len, data[:3])) + 70)
+    _checkpoints(log_dir, recovery_point)
+    outcome = differ(log_dir, work_dir, kafka_recover, SETTINGS, CONFIG, Outcome(None))
+    assert outcome.divergences == [], "\n".join(outcome.divergences)
+    assert [s["base_offset"] for s in outcome.kafka["t-0"]["segments"]] == kept
+
+
 def test_split_in_recovery_cuts_the_piece_holding_the_recovery_point(kafka_recover, work_dir):
     """The same split with the recovery point in piece 2^31, whose recovery cuts at the flip:
     piece 0 (below) is kept, piece 2^32 deleted with every later segment."""
