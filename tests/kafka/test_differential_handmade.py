@@ -418,7 +418,8 @@ def overflowing_segments(draw):
     """Segment 0 of a broker before KAFKA-6264: its first batch at or above 0, groups of batches
     whose offsets jump past (or just short of) the relative range, and maybe a torn tail, zeros
     or a bit flip; the recovery point 0, or (first batch 0) at a batch or past them all: the
-    split while loading then leaves pieces below it, which Kafka's retry does not recover."""
+    split then leaves pieces below it, which Kafka's retry does not recover; no `.index` (split
+    while loading) or empty indexes (split by the recovery pass)."""
     offset = draw(st.just(0) | st.integers(1, 20))
     data = []
     for gap in [0, *draw(st.lists(_GAPS, min_size=1, max_size=3))]:
@@ -436,19 +437,22 @@ def overflowing_segments(draw):
         recovery_point = draw(st.sampled_from([0, offset]) | st.sampled_from(offsets))
     damage = draw(st.sampled_from([None, "torn", "zeros", "flip"]))
     flip = draw(st.integers(0, len(data) - 1))
-    return data, damage, flip, recovery_point
+    return data, damage, flip, recovery_point, draw(st.booleans())
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=overflowing_segments())
 def test_overflow_split_as_kafka_splits(case, kafka_recover, work_dir):
-    data, damage, flip, recovery_point = case
+    data, damage, flip, recovery_point, loads = case
     work = work_dir / "case"
     shutil.rmtree(work, ignore_errors=True)
     log_dir = work / "a" / "kafka-logs"
     pdir = log_dir / "t-0"
     raw = b"".join(data) + {"torn": data[-1][:30], "zeros": bytes(64)}.get(damage or "", b"")
     write_segment(pdir, 0, raw, indexes=False)
+    if loads:  # (empty) indexes: it loads as it is, and the recovery pass splits it
+        (pdir / layout.index_file_name(0)).write_bytes(b"")
+        (pdir / layout.time_index_file_name(0)).write_bytes(b"")
     if damage == "flip":
         flip_byte(pdir / layout.log_file_name(0), sum(map(len, data[:flip])) + 70)
     _checkpoints(log_dir, recovery_point)
