@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..recovery.scan import COMPACTED_TOPICS
+from ..recovery.partition_segments import COMPACTED_TOPICS
 from .model import (
     BatchDigests,
     Commit,

@@ -12,7 +12,8 @@ defect covers everything from there to the end of the file, named from the bytes
 any window size gives the same answer). With `resync`, the walker searches forward for the first
 position where a valid batch starts (its CRC checks, its offsets continue, and it is laid out as
 writers lay batches out), reports the skipped bytes as one defect, and goes on, as LevelDB's log
-reader reports what it drops. The search runs in C over zero-filled and random regions alike.
+reader reports what it drops. The search runs in C over zero-filled and random regions alike
+(damaged_regions.py: where each damaged region ends, and its name).
 
 Defect kinds (stable names):
 
@@ -37,13 +38,19 @@ Legacy (magic 0/1) entries report the same kinds (their CRC is CRC-32 over the m
 
 from __future__ import annotations
 
-import functools
-import re
 import struct
 from collections.abc import Callable, Iterator
 
-from .batch import HEADER, RECORD_BATCH_OVERHEAD, RecordBatch, check_records
+from .batch import HEADER, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch, check_records
 from .crc import crc32c
+from .damaged_regions import (
+    HEADER_SIZE_UP_TO_MAGIC,
+    MIN_ENTRY_SIZE,
+    NOT_NEXT,
+    OVERHEAD_HEAD,
+    DamagedRegions,
+    Region,
+)
 from .errors import Defect, FormatError
 from .legacy import LegacyBatch
 
@@ -59,51 +66,11 @@ CRC_VALID_KINDS = frozenset(
     }
 )
 
-HEADER_SIZE_UP_TO_MAGIC = 17
-MIN_ENTRY_SIZE = 14  # LegacyRecord.RECORD_OVERHEAD_V0: Kafka's minimum for every magic
-LOG_OVERHEAD = 12
-_OVERHEAD_HEAD = struct.Struct(">qi")
-_ZERO_HEADER = bytes(HEADER_SIZE_UP_TO_MAGIC)
-_ZERO_PREFIX = "zero-filled region: "
-# A header cut short by the end of the file is a torn write only if its offset could be the next
-# entry's: junk whose magic byte happens to be 0-2 (1 in 85) is not a batch, and holds no records.
-_NOT_NEXT = "where the next offset is"
 # baseOffset, batchLength, magic, crc, lastOffsetDelta, recordsCount: what the fast path checks.
 _CHECKED_FIELDS = struct.Struct(">qi4xbI2xi30xi")
 _NO_FLOOR = -(2**63)
 
-# Resync looks for the next position where a batch could start with regexes, so that the scan of
-# a damaged region runs in C, not one Python step per byte (see `_candidate_patterns`). A length
-# of at least 14 has a non-zero byte, so a zero-filled region is skipped a run at a time.
-_ZERO_RUN = re.compile(rb"\x00*")
-_LENGTH = struct.Struct(">i")
-# crc, attributes, lastOffsetDelta, recordsCount: what a resync candidate's v2 header must satisfy.
-_RESYNC_FIELDS = struct.Struct(">17xIhi30xi")
-_UNUSED_ATTRIBUTES = ~0x7F  # above the delete-horizon flag (bit 6): zero from every writer
-# Legacy: the codec bits, and for magic 1 the timestamp type bit, are all that writers set.
-_LEGACY_V0_UNUSED = 0xF8
-_LEGACY_V1_UNUSED = 0xF0
-_LEGACY_HEADER_SIZE = (12 + 6, 12 + 14)  # log overhead, crc, magic, attributes, [timestamp]
-_TIMESTAMP = struct.Struct(">q")
-
 QuietRuns = Callable[[memoryview, int, int, int, int, int], tuple[int, int, int]]
-
-
-@functools.cache
-def _candidate_patterns(max_length: int) -> tuple[re.Pattern[bytes], ...]:
-    """Regexes that together match at the length field (entry byte 8) of every position where an
-    entry of at most `max_length` bytes after the log overhead could start: the length's high byte
-    in range, and magic 0, 1 or 2 at entry byte 16.
-
-    Each starts with a literal byte, which the regex engine finds at over 1 GB/s in random junk,
-    where a leading character class is tried at every position (about 70 MB/s): one regex per
-    possible high byte up to 7 (lengths below 128 MiB), one with a class above that.
-    """
-    top = max_length >> 24
-    tail = b".{7}[\\x00-\\x02]"
-    if top < 8:
-        return tuple(re.compile(b"(?s)" + re.escape(bytes([b])) + tail) for b in range(top + 1))
-    return (re.compile(b"(?s)[\\x00-\\x%02x]" % top + tail),)
 
 
 class Walker:
@@ -208,14 +175,11 @@ class Walker:
         self.open_damage = None
         resumed, self._resumed = self._resumed, None
         if resumed is not None:
-            step = self._damaged_region(
-                pos,
-                limit,
-                resumed.kind,
-                resumed.detail,
-                expected,
-                start=resumed.position - fp,
+            start = resumed.position - fp
+            region = self._regions().region(
+                pos, limit, resumed.kind, resumed.detail, expected, start
             )
+            step = self._taken(region, pos, start, expected)
             if step is None:
                 return
             pos = step[0]
@@ -332,7 +296,8 @@ class Walker:
                 pos = end
                 continue
             # A framing failure at pos: account for the damaged region, then go on or stop.
-            step = self._damaged_region(pos, limit, kind, detail, expected)
+            region = self._regions().region(pos, limit, kind, detail, expected)
+            step = self._taken(region, pos, pos, expected)
             if step is None:
                 return  # undecided in this buffer; position, needed and open_damage are set
             region_end, kind, detail = step
@@ -374,7 +339,7 @@ class Walker:
         if available < HEADER_SIZE_UP_TO_MAGIC:
             self.needed = HEADER_SIZE_UP_TO_MAGIC
             return None
-        base_offset, length = _OVERHEAD_HEAD.unpack_from(mv, pos)
+        base_offset, length = OVERHEAD_HEAD.unpack_from(mv, pos)
         magic = mv[pos + 16]
         magic = magic - 256 if magic > 127 else magic
         if length < MIN_ENTRY_SIZE:
@@ -392,7 +357,7 @@ class Walker:
             return (
                 "torn_tail",
                 f"entry of {size} bytes at base offset {base_offset}"
-                f"{f', {_NOT_NEXT} {expected},' if not_next else ''} runs past the end of the "
+                f"{f', {NOT_NEXT} {expected},' if not_next else ''} runs past the end of the "
                 f"file ({remaining} bytes left)",
                 None,
                 None,
@@ -460,193 +425,34 @@ class Walker:
 
     # --- damaged regions -------------------------------------------------------------------------
 
-    def _damaged_region(
-        self,
-        pos: int,
-        limit: int,
-        kind: str,
-        detail: str,
-        expected: int | None,
-        start: int | None = None,
+    def _regions(self) -> DamagedRegions:
+        """The damaged-region search over this buffer, with this walk's settings."""
+        return DamagedRegions(
+            self._mv,
+            self.file_position,
+            self.file_size,
+            self._max_length,
+            self.check_offsets,
+            self.resync,
+        )
+
+    def _taken(
+        self, region: Region, pos: int, start: int, expected: int | None
     ) -> tuple[int, str, str] | None:
-        """Where the damage at `pos` ends, and what to call it; None when this buffer cannot tell.
-
-        `start` is where a region carried over from the previous window began (a negative buffer
-        index); the search then goes on from `pos` itself.
-        """
-        mv = self._mv
-        fp = self.file_position
-        to_end = self.file_size - fp  # buffer index of the end of the file
-        continued = start is not None
-        if start is None:
-            start = pos
-            zero_start = (
-                bytes(mv[pos : pos + HEADER_SIZE_UP_TO_MAGIC]) == _ZERO_HEADER[: limit - pos]
-            )
-        else:
-            zero_start = detail.startswith(_ZERO_PREFIX)
-        if kind == "garbage_tail" and not continued:  # at most 17 trailing bytes
-            tail = bytes(mv[pos:limit])
-            if (
-                any(tail)
-                and expected is not None
-                and tail[:8] == expected.to_bytes(8, "big", signed=True)[: len(tail)]
-            ):
-                return (
-                    limit,
-                    "torn_tail",
-                    f"{len(tail)} bytes of a batch header at the end of the file",
-                )
-            return limit, "garbage_tail", f"{len(tail)} trailing bytes after the last batch"
-        if not self.resync:
-            # Stop here as broker recovery does. The name comes from the bytes at `pos` only, so
-            # a walk through windows of any size reports the same defect.
-            return to_end, *self._tail_kind(kind, detail, zero_start, to_end - start)
-        found, search_end = self._next_valid(pos, limit, expected, include_pos=continued)
-        if zero_start and not continued:
-            detail = _ZERO_PREFIX + detail
-        if found is not None:
-            if kind == "torn_tail":
-                kind = "bad_length"  # the length ran past the end, yet a valid batch follows
-            return found, kind, detail + f"; {found - start} bytes skipped to the next valid batch"
-        if search_end == limit and limit >= to_end:
-            return to_end, *self._tail_kind(kind, detail, zero_start, to_end - start)
-        # The buffer ends before the search could decide: at a candidate that does not fit it,
-        # or with fewer than a header's bytes left to search.
-        if search_end == limit:
-            search_end = max(pos, limit - RECORD_BATCH_OVERHEAD + 1)
-            needed = RECORD_BATCH_OVERHEAD
-        else:
-            needed = LOG_OVERHEAD + _OVERHEAD_HEAD.unpack_from(mv, search_end)[1]
+        """The damaged region from buffer index `start`, searched from `pos`, as this walk takes
+        it: where it ends and what to call it; None when this buffer cannot tell, and then
+        `needed` is set, and with `carry_damage` the region so far is left in `open_damage` and
+        `position` is where its search stopped."""
+        end, kind, detail, needed = region
+        if not needed:
+            return end, kind, detail
         if self.carry_damage:
-            self.open_damage = Defect(kind, fp + start, search_end - start, detail, expected)
-            self.position = fp + search_end
+            fp = self.file_position
+            self.open_damage = Defect(kind, fp + start, end - start, detail, expected)
+            self.position = fp + end
             self.needed = needed
             return None
-        if search_end <= pos:
+        if end <= pos:
             self.needed = needed
             return None
-        return search_end, kind, detail + "; the search goes on in the next window"
-
-    def _next_valid(
-        self, pos: int, limit: int, expected: int | None, include_pos: bool = False
-    ) -> tuple[int | None, int]:
-        """(buffer index of the first valid batch after `pos` or None, where the search stopped).
-
-        Every candidate the regexes find is tried in order, so the first valid batch wins even
-        when the damaged entry's length points past it. The search stops early at a plausible
-        batch that runs past the buffer.
-        """
-        mv = self._mv
-        patterns = _candidate_patterns(self._max_length)
-        ahead = [-1] * len(patterns)  # each regex's next match; below the search start: stale
-        zero_run = _ZERO_RUN.match
-        q = pos if include_pos else pos + 1
-        while True:
-            # No entry starts before its length field reaches a non-zero byte: skip zero runs
-            # first, so that the regexes do not each scan a zero-filled region.
-            q = max(q, zero_run(mv, q + 8, limit).end() - 11)
-            at = q + 8  # the regexes match at the length field
-            h = limit
-            for i, pattern in enumerate(patterns):
-                a = ahead[i]
-                if a < at:
-                    match = pattern.search(mv, at, limit)
-                    a = ahead[i] = limit if match is None else match.start()
-                if a < h:
-                    h = a
-            if h >= limit:
-                return None, limit
-            q = h - 8
-            valid = self._valid_at(q, limit, expected)
-            if valid is True:
-                return q, limit
-            if valid is None:
-                return None, q
-            q += 1
-
-    @staticmethod
-    def _tail_kind(kind: str, detail: str, zero_start: bool, length: int) -> tuple[str, str]:
-        """A damaged region that runs to the end of the file: name it for what it most likely is."""
-        if zero_start:
-            return "garbage_tail", f"{length} bytes, zero-filled, to the end of the file"
-        if (
-            kind == "bad_magic"
-            or (kind == "bad_length" and "smaller than minimum" in detail)
-            or (kind == "torn_tail" and _NOT_NEXT in detail)
-        ):
-            return "garbage_tail", f"{length} bytes of junk to the end of the file ({detail})"
-        return kind, detail
-
-    def _valid_at(self, q: int, limit: int, expected: int | None) -> bool | None:
-        """Whether a valid batch that continues the offsets starts at buffer index `q`.
-
-        None when the header is plausible but the batch runs past the buffer (not the file). What
-        the bytes in the buffer can refute is checked before that, so that junk rarely makes a
-        scanner read again as many bytes as a length it cannot trust claims: besides its CRC, a
-        resync point must be laid out as every writer lays it out (v2: no unused attribute bit
-        set, a known codec; legacy: key and value filling the message exactly). A batch in step
-        with the one before it needs none of this (`_classify`).
-        """
-        mv = self._mv
-        if q + HEADER_SIZE_UP_TO_MAGIC > limit:
-            return False
-        base_offset, length = _OVERHEAD_HEAD.unpack_from(mv, q)
-        magic = mv[q + 16]
-        if length < MIN_ENTRY_SIZE or magic > 2 or length > self._max_length:
-            return False
-        end = q + 12 + length
-        if self.file_position + end > self.file_size:
-            return False
-        # A legacy entry's offset is its last offset, which must continue the log as well.
-        if self.check_offsets and expected is not None and base_offset < expected:
-            return False
-        if magic == 2:
-            if length + 12 < RECORD_BATCH_OVERHEAD:
-                return False
-            if q + RECORD_BATCH_OVERHEAD > limit:
-                return None  # the batch runs past the buffer too
-            stored_crc, attributes, last_delta, count = _RESYNC_FIELDS.unpack_from(mv, q)
-            if attributes & _UNUSED_ATTRIBUTES or attributes & 0x07 > 4:
-                return False
-            if not 0 <= count <= last_delta + 1:
-                return False
-            if end > limit:
-                return None
-            return crc32c(mv[q + 21 : end]) == stored_crc
-        framed = self._legacy_framing(q, end, limit, magic)
-        if framed is not True:
-            return framed
-        if end > limit:
-            return None
-        try:
-            entry = LegacyBatch.parse(mv[:end], q)
-        except FormatError:
-            return False
-        return entry.crc_valid
-
-    def _legacy_framing(self, q: int, end: int, limit: int, magic: int) -> bool | None:
-        """Whether the legacy message at `q` is laid out as every writer lays it out (no unused
-        attribute bit, a legacy codec, a timestamp of -1 or more, key and value ending exactly
-        where it does); None when the buffer ends first.
-
-        Random junk rarely passes this, where its CRC-32 would cost a pass over as many bytes as
-        its length field claims.
-        """
-        mv = self._mv
-        if q + _LEGACY_HEADER_SIZE[magic] > limit:
-            return None
-        attributes = mv[q + 17]
-        if attributes & (_LEGACY_V0_UNUSED if magic == 0 else _LEGACY_V1_UNUSED):
-            return False
-        if attributes & 0x07 > 3 or (magic == 1 and _TIMESTAMP.unpack_from(mv, q + 18)[0] < -1):
-            return False  # a codec legacy messages cannot have, a timestamp no writer writes
-        p = q + _LEGACY_HEADER_SIZE[magic]
-        for _ in ("key", "value"):
-            if p + 4 > end:
-                return False
-            if p + 4 > limit:
-                return None
-            length = _LENGTH.unpack_from(mv, p)[0]
-            p += 4 + max(length, 0)  # negative: null, as `LegacyRecord` reads it
-        return p == end
+        return end, kind, detail + "; the search goes on in the next window"

@@ -5,6 +5,8 @@ root checkpoint files; a partition dir holds segments), then scans each partitio
 (segment_scan.py), leftovers of interrupted operations, orphaned and missing indexes, producer
 snapshots, leader epochs, and the checkpoints of the log dir held against what the logs contain.
 The result is what verify prints and what every repair mode plans from; it is read-only.
+This module walks the log dir and holds the results; a partition dir's files are sorted in
+partition_files.py, its segments scanned and held against each other in partition_segments.py.
 
 A partition dir given on its own is scanned without its parent's checkpoints: nothing says the
 parent is its log dir, and repair recovers such a partition whole (recovery point 0).
@@ -17,33 +19,27 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ..storage import layout
-from ..storage.disk import SPECIAL_TYPES, Disk, join
+from ..storage.disk import Disk, join
 from ..storage.layout import FileKind, TopicPartition, printable
-from ..storage.producer_snapshot import ProducerSnapshotEntry
 from .findings import Finding
+from .partition_files import Snapshot, look, sort_files
+from .partition_segments import (
+    check_holes,
+    check_orphan_indexes,
+    scan_segments,
+    scan_swap_segments,
+)
 from .path_kind import classify
-from .segment_scan import SegmentScan, scan_segment
+from .segment_scan import SegmentScan
 from .settings import Settings
 from .state_checks import (
     Checkpoints,
     check_checkpoint_bounds,
     check_leader_epochs,
-    check_partition_metadata,
     check_snapshots,
-    load_leader_epochs,
     read_root_checkpoints,
 )
-from .symlinks import FollowedLink, follow, shared_targets
-
-
-@dataclass(slots=True)
-class Snapshot:
-    offset: int
-    file: str
-    corrupt: str | None
-    entries: tuple[ProducerSnapshotEntry, ...] | None = None
-    """The producers it holds, when it decodes: kafka mode's producer-state replay starts from
-    them instead of reading the file again."""
+from .symlinks import FollowedLink, shared_targets
 
 
 @dataclass(slots=True)
@@ -80,6 +76,10 @@ class PartitionScan:
     def file(self, name: str) -> str:
         """`name` in this partition dir, relative to PATH."""
         return join(self.rel, name) if self.rel else name
+
+    def add_left_alone(self, why: str) -> None:
+        """One more reason every mode must leave this partition as it is."""
+        self.left_alone = why if self.left_alone is None else f"{self.left_alone}; {why}"
 
     @property
     def tp(self) -> TopicPartition:
@@ -198,7 +198,7 @@ def scan_path(
         return result
     listing = disk.list_dir_types(path)
     result.clean_shutdown_marker = any(n == layout.CLEAN_SHUTDOWN_FILE for n, _ in listing)
-    entries = {name: _look(disk, join(path, name), name, settings, t) for name, t in listing}
+    entries = {name: look(disk, join(path, name), name, settings, t) for name, t in listing}
     files = [name for name, (kind, _, _) in entries.items() if kind == "file"]
     result.links = [link for _, _, link in entries.values() if link is not None]
     result.checkpoints = read_root_checkpoints(disk, path, files, result.findings)
@@ -236,7 +236,7 @@ def _leave_shared_targets_alone(result: LogDirScan) -> None:
     for p in result.partitions:
         for link in p.links:
             if link.rel in why:
-                _add_left_alone(p, why[link.rel])
+                p.add_left_alone(why[link.rel])
     result.links = [link for link in result.links if link.rel not in why]
 
 
@@ -277,33 +277,6 @@ def scan_partition_dir(
     done = None if then is None else then(p, checkpoints, root)
     p.disk = None
     return p, done
-
-
-def _look(
-    disk: Disk, path: str, shown: str, settings: Settings, kind: str
-) -> tuple[str, Finding | None, FollowedLink | None]:
-    """What the entry at `path` of type `kind` (`Disk.file_type`) is, found without opening it (a
-    FIFO would block a read), and the finding it needs: 'file', 'dir', 'missing', 'symlink' (not
-    followed) or 'special'. A symlink to a regular file is 'file' under `--follow-symlinks`,
-    with the link resolved (symlinks.py), unless it cannot be followed (then: why)."""
-    if kind == "symlink":
-        target = printable(disk.read_link(path))
-        if not settings.follow_symlinks:
-            why = f"a symbolic link to {target}; never followed"
-            return "symlink", Finding("symlink", shown, detail=why), None
-        link, why_not = follow(disk, path, shown, settings)
-        if link is None:
-            why = f"a symbolic link to {target}; not followed: {why_not}"
-            return "symlink", Finding("symlink", shown, detail=why), None
-        why = (
-            f"a symbolic link to {target}; followed (--follow-symlinks): read as the file "
-            f"{printable(link.target)}"
-        )
-        return "file", Finding("symlink", shown, detail=why), link
-    if kind in SPECIAL_TYPES:
-        why = f"{SPECIAL_TYPES[kind]}; never opened (Kafka would hang or fail on it)"
-        return "special", Finding("special_file", shown, detail=why), None
-    return kind, None, None
 
 
 def _check_log_dir_entry(
@@ -361,11 +334,11 @@ def _scan_partition(
     interrupted operation → indexes with no segment → producer snapshots and leader epochs held
     against the log end."""
     p = _partition(disk, path, rel, name, settings, checkpoints, parsed)
-    files = _sort_files(disk, p)
-    _scan_segments(disk, p, files, progress)
-    _check_holes(p)
-    _scan_swap_segments(disk, p, files)
-    _check_orphan_indexes(disk, p, files)
+    files = sort_files(disk, p)
+    scan_segments(disk, p, files, progress)
+    check_holes(p)
+    scan_swap_segments(disk, p, files)
+    check_orphan_indexes(disk, p, files)
     check_snapshots(disk, p)
     check_leader_epochs(p)
     return p
@@ -402,264 +375,3 @@ def _partition(
         p.high_watermark = (checkpoints.high_watermarks or {}).get(tp)
         p.cleaner_offset = (checkpoints.cleaner_offsets or {}).get(tp)
     return p
-
-
-@dataclass(slots=True)
-class _PartitionFiles:
-    """A partition dir's segment files by base offset (names in the dir)."""
-
-    logs: dict[int, str] = field(default_factory=dict)
-    swap_logs: dict[int, str] = field(default_factory=dict)
-    indexes: dict[tuple[int, FileKind], str] = field(default_factory=dict)
-    swap_indexes: dict[tuple[int, FileKind], str] = field(default_factory=dict)
-    min_cleaned: int | None = None
-    """The lowest base offset of a `.cleaned` file: swaps from it on are discarded at load."""
-    unread: set[str] = field(default_factory=set)
-    """Names that are symlinks or special files: not read, and not missing either."""
-
-    def index_paths(self, path: str, base: int) -> tuple[str | None, str | None, str | None]:
-        """The offset, time and transaction index Kafka loads for the segment at `base` (None:
-        absent): a `.swap` of one is renamed over it first (LogLoader's third pass, 4.1.1),
-        unless a `.cleaned` file at or below it makes the swap part of an unfinished split."""
-        swaps_kept = self.min_cleaned is None or base < self.min_cleaned
-        out = []
-        for k in (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX):
-            name = self.swap_indexes.get((base, k)) if swaps_kept else None
-            name = name or self.indexes.get((base, k))
-            out.append(None if name is None else join(path, name))
-        return tuple(out)
-
-
-_INDEX_FILE_KINDS = (FileKind.INDEX, FileKind.TIME_INDEX, FileKind.TXN_INDEX)
-
-_LEFTOVER_KINDS = {
-    layout.DELETED_SUFFIX: "deleted_leftover",
-    layout.CLEANED_SUFFIX: "cleaned_leftover",
-    layout.SWAP_SUFFIX: "swap_leftover",
-}
-
-
-def _sort_files(disk: Disk, p: PartitionScan) -> _PartitionFiles:
-    """Every entry of the dir: segments and indexes to scan, snapshots to check, the state files
-    read, and a finding for each entry Kafka would not load as it is."""
-    files = _PartitionFiles()
-    for fname, file_type in disk.list_dir_types(p.path):
-        if file_type != "file":  # (a regular file needs no look: the listing said what it is)
-            fpath = join(p.path, fname)
-            kind, finding, link = _look(disk, fpath, p.file(fname), p.settings, file_type)
-            if finding is not None:
-                p.findings.append(finding)
-            if link is not None:
-                p.links.append(link)
-            if kind in ("symlink", "special"):
-                _leave_alone(p, finding)
-                files.unread.add(fname)
-                continue
-            if kind == "dir":
-                p.findings.append(
-                    Finding("stray_file", p.file(fname), detail="a directory; Kafka ignores it")
-                )
-                continue
-            if kind != "file":
-                continue  # gone since the listing
-        p.files.append(fname)
-        fn = layout.classify_partition_file(fname)
-        if fn.blocks_kafka_load or (fn.offset is not None and not fn.canonical and not fn.leftover):
-            detail = fn.detail or "a non-canonical segment name; Kafka ignores it"
-            p.findings.append(Finding("stray_file", p.file(fname), detail=detail))
-        elif fn.leftover in _LEFTOVER_KINDS:
-            if fn.kind is FileKind.KRAFT_SNAPSHOT:
-                continue  # the raft layer's own snapshot files
-            p.findings.append(
-                Finding(
-                    _LEFTOVER_KINDS[fn.leftover],
-                    p.file(fname),
-                    length=disk.size(join(p.path, fname)),
-                    offset=fn.offset,
-                )
-            )
-            if fn.leftover == layout.SWAP_SUFFIX and fn.kind is FileKind.LOG:
-                files.swap_logs[fn.offset] = fname
-            elif (
-                fn.leftover == layout.SWAP_SUFFIX and fn.kind in _INDEX_FILE_KINDS and fn.canonical
-            ):
-                files.swap_indexes[(fn.offset, fn.kind)] = fname
-            elif fn.leftover == layout.CLEANED_SUFFIX:
-                offset = layout.offset_from_file_name(fname)  # parsed: blocks_kafka_load else
-                if files.min_cleaned is None or offset < files.min_cleaned:
-                    files.min_cleaned = offset
-        elif fn.tmp:
-            p.findings.append(
-                Finding(
-                    "tmp_leftover",
-                    p.file(fname),
-                    length=disk.size(join(p.path, fname)),
-                    detail="left by an interrupted write",
-                )
-            )
-        elif fn.kind is FileKind.LOG:
-            files.logs[fn.offset] = fname
-        elif fn.kind in _INDEX_FILE_KINDS:
-            files.indexes[(fn.offset, fn.kind)] = fname
-        elif fn.kind is FileKind.SNAPSHOT:
-            p.snapshots.append(Snapshot(fn.offset, fname, None))
-        elif fn.kind is FileKind.LEADER_EPOCH_CHECKPOINT:
-            load_leader_epochs(disk, join(p.path, fname), p)
-        elif fn.kind is FileKind.PARTITION_METADATA:
-            check_partition_metadata(disk, join(p.path, fname), p, fname)
-        elif fn.kind is FileKind.UNKNOWN:
-            p.findings.append(
-                Finding("stray_file", p.file(fname), detail="not a file Kafka keeps here")
-            )
-    return files
-
-
-def _leave_alone(p: PartitionScan, finding: Finding) -> None:
-    """A symlink or special file among the partition's files: what Kafka reads there is not what
-    a repair would change, so every mode leaves the partition as it is."""
-    what, _, why_not = finding.detail.partition("; not followed: ")
-    why = f"{printable(finding.file)} is {what.partition(';')[0]}"
-    if why_not:
-        why += f", not followed: {why_not}"
-    elif finding.kind == "symlink":
-        why += " (--follow-symlinks reads a link to a regular file as that file)"
-    _add_left_alone(p, why)
-
-
-def _add_left_alone(p: PartitionScan, why: str) -> None:
-    p.left_alone = why if p.left_alone is None else f"{p.left_alone}; {why}"
-
-
-def _scan_segments(
-    disk: Disk, p: PartitionScan, files: _PartitionFiles, progress: Progress | None
-) -> None:
-    """The segments in offset order, each scanned knowing where the previous one ended (its last
-    offset, its highest leader epoch) and where the next one begins."""
-    previous_last: int | None = None
-    max_epoch = -1
-    bases = sorted(files.logs)
-    for n, base in enumerate(bases):
-        fname = files.logs[base]
-        idx = files.index_paths(p.path, base)
-        seg = scan_segment(
-            disk,
-            join(p.path, fname),
-            p.file(fname),
-            base,
-            previous_last_offset=previous_last,
-            index_interval_bytes=p.settings.index_interval_bytes,
-            index_paths=idx,
-            message_max_bytes=p.settings.message_max_bytes,
-            max_batch_size=p.settings.max_batch_size,
-            next_base=bases[n + 1] if n + 1 < len(bases) else None,
-            previous_max_epoch=max_epoch,
-            deep=p.settings.deep_iteration,
-        )
-        max_epoch = seg.max_epoch
-        if progress is not None:
-            progress(seg.size)
-        for k, suffix in ((0, layout.INDEX_SUFFIX), (1, layout.TIME_INDEX_SUFFIX)):
-            if idx[k] is not None:
-                continue
-            name = layout.segment_file_name(base, suffix)
-            if name not in files.unread:
-                p.findings.append(
-                    Finding(
-                        "index_missing",
-                        p.file(name),
-                        detail=f"{fname} has no {suffix[1:]} file",
-                    )
-                )
-        p.segments.append(seg)
-        if seg.last_offset is not None:
-            previous_last = seg.last_offset
-
-
-COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
-"""Kafka's internal topics, always `cleanup.policy=compact`."""
-
-
-def compacted(p: PartitionScan) -> bool:
-    """Whether offset gaps between the partition's segments can be the log cleaner's: its topic's
-    `cleanup.policy` when given, else evidence that the cleaner has run on it (an entry in
-    cleaner-offset-checkpoint) or an internal topic (always compacted)."""
-    policy = p.settings.compacted if p.settings is not None else None
-    if policy is not None:
-        return policy
-    return p.cleaner_offset is not None or p.topic in COMPACTED_TOPICS
-
-
-def _check_holes(p: PartitionScan) -> None:
-    """`offset_hole`: a segment in the middle of the partition that holds no batch, though it
-    held some (bytes in its file, or indexes naming offsets), while the next segment starts above
-    it. Kafka rolls a segment only to append to it and deletes an empty active segment it rolls,
-    so outside compaction such a segment means its offsets were lost. The hole runs from where
-    the data before it ends to the next segment's base (at or past the log start). Its indexes'
-    complaints are the same loss said worse, and are dropped."""
-    if compacted(p) or p.left_alone is not None:
-        return  # (a segment left unread may be the data between)
-    data_end: int | None = None
-    for seg, nxt in zip(p.segments, p.segments[1:], strict=False):
-        if seg.runs:
-            data_end = seg.next_offset
-            continue
-        if seg.size == 0 and seg.indexed_last_offset is None:
-            continue  # nothing says it ever held a batch
-        first = seg.base_offset if data_end is None else min(data_end, seg.base_offset)
-        first = max(first, p.log_start_checkpoint or 0)
-        last = nxt.base_offset - 1
-        if first > last:
-            continue
-        held = (
-            f"its indexes name offsets up to {seg.indexed_last_offset}"
-            if seg.indexed_last_offset is not None
-            else f"its {seg.size} bytes hold no valid batch"
-        )
-        seg.index_findings = [f for f in seg.index_findings if f.kind not in _INDEX_KINDS]
-        seg.findings.insert(
-            0,
-            Finding(
-                "offset_hole",
-                seg.name,
-                0,
-                seg.size,
-                first,
-                f"offsets {first}..{last} are missing: segment {seg.base_offset} holds no batch "
-                f"({held}) and the next segment starts at {nxt.base_offset}",
-                last_offset=last,
-            ),
-        )
-        data_end = nxt.base_offset
-
-
-_INDEX_KINDS = ("offset_index_corrupt", "time_index_corrupt")
-
-
-def _scan_swap_segments(disk: Disk, p: PartitionScan, files: _PartitionFiles) -> None:
-    """The `.log.swap` files of an interrupted compaction or split, each on its own."""
-    for base in sorted(files.swap_logs):
-        p.swap_segments.append(
-            scan_segment(
-                disk,
-                join(p.path, files.swap_logs[base]),
-                p.file(files.swap_logs[base]),
-                base,
-                previous_last_offset=None,
-                index_interval_bytes=p.settings.index_interval_bytes,
-                index_paths=(None, None, None),
-                max_batch_size=p.settings.max_batch_size,
-            )
-        )
-
-
-def _check_orphan_indexes(disk: Disk, p: PartitionScan, files: _PartitionFiles) -> None:
-    for (base, _kind), fname in sorted(files.indexes.items()):
-        if base not in files.logs and layout.log_file_name(base) not in files.unread:
-            p.findings.append(
-                Finding(
-                    "index_orphan",
-                    p.file(fname),
-                    length=disk.size(join(p.path, fname)),
-                    detail=f"no {layout.log_file_name(base)}",
-                )
-            )

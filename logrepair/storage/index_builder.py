@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from array import array
 from collections.abc import Iterable, Iterator
+from operator import attrgetter
 from typing import Protocol
 
 from ..format.batch_runs import NONE, index_points, quiet_run
@@ -97,6 +98,20 @@ def recovery_index_bytes(
 _PENDING = 3 * 4096
 """`RecoveryIndex.add` holds this many values (4,096 batches) before it runs the rule over them."""
 
+_RUNNING_STATE = (
+    "offset_entries",
+    "time_entries",
+    "last_entry_offset",
+    "last_time",
+    "last_time_offset",
+    "max_ts",
+    "max_ts_offset",
+    "last_indexed",
+)
+"""What `RecoveryIndex` carries from batch to batch: `index_points` takes it after the limits and
+gives it back, in this order."""
+_running_state = attrgetter(*_RUNNING_STATE)
+
 
 class RecoveryIndex:
     """`recovery_index_bytes` fed as a scan's batches pass, by a scan that keeps no list of its
@@ -112,14 +127,7 @@ class RecoveryIndex:
         "max_time_entries",
         "offsets",
         "times",
-        "offset_entries",
-        "time_entries",
-        "last_entry_offset",
-        "last_time",
-        "last_time_offset",
-        "max_ts",
-        "max_ts_offset",
-        "last_indexed",
+        *_RUNNING_STATE,
         "pending",
     )
 
@@ -194,25 +202,10 @@ class RecoveryIndex:
                 self.interval,
                 self.max_offset_entries,
                 self.max_time_entries,
-                self.offset_entries,
-                self.time_entries,
-                self.last_entry_offset,
-                self.last_time,
-                self.last_time_offset,
-                self.max_ts,
-                self.max_ts_offset,
-                self.last_indexed,
+                *_running_state(self),
             )
-            (
-                self.offset_entries,
-                self.time_entries,
-                self.last_entry_offset,
-                self.last_time,
-                self.last_time_offset,
-                self.max_ts,
-                self.max_ts_offset,
-                self.last_indexed,
-            ) = state
+            for name, value in zip(_RUNNING_STATE, state, strict=True):
+                setattr(self, name, value)
             self.offsets += offsets
             self.times += times
         rest = (

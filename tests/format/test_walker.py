@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from logrepair.format.batch import Record, RecordBatch, build_batch
 from logrepair.format.crc import crc32c
+from logrepair.format.damaged_regions import _candidate_patterns
 from logrepair.format.errors import Defect
-from logrepair.format.walker import CRC_VALID_KINDS, Walker, _candidate_patterns
+from logrepair.format.walker import CRC_VALID_KINDS, Walker
 
 
 def make_segment(n: int = 6, base: int = 0, value_size: int = 30) -> tuple[bytes, list[int]]:

@@ -220,9 +220,10 @@ def test_repaired_dir_serves_what_the_plan_keeps(
     assert plan["applied"], plan
     audit = logrepair_json("audit", str(log_dir))
 
-    kept = {t: state for t, (state, _) in _last_states(log_dir).items()}
-    # the torn tail and the bit flip leave a prepared commit for the coordinator to complete again
-    assert "PrepareCommit" in kept.values() and kept["tx-open"] == "Ongoing", kept
+    # Each transactional id's last kept state record (a prepared commit, where the torn tail and
+    # the bit flip land after one, which depends on the killed history) is what its coordinator
+    # completes: `_serve` waits for every id to reach what `_expected_states` allows.
+    assert _last_states(log_dir), "no transaction state record kept"
     transactions = _expected_states(log_dir)
     uncommitted, committed, groups = _serve(
         log_dir, real_broker_dirs["facts"]["ports"], transactions
