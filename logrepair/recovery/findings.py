@@ -21,6 +21,9 @@ class Finding:
     """For a checkpoint entry out of bounds: the partition dir it concerns (not in the JSON)."""
     last_offset: int | None = None
     """For a finding about a stretch of offsets (from `offset`): its last offset."""
+    moved_from: tuple[str, int] | None = None
+    """For a finding a repair's split moves with its batch: the file and position it was found
+    at (a plan's `left` says so; not in verify's JSON)."""
 
     @property
     def severity(self) -> str:

@@ -16,7 +16,7 @@ from ..format.errors import Defect
 from ..storage.abstract_index import IndexFileError, IndexOffsetOverflowError, InvalidOffsetError
 from ..storage.disk import Disk
 from ..storage.index_builder import RecoveryIndex
-from .indexes import UNBOUNDED_INDEX
+from .indexes import UNBOUNDED_INDEX, index_batches
 
 if TYPE_CHECKING:
     from .segment_scan import SegmentScan
@@ -31,10 +31,15 @@ _V2_LAST_DELTA_END = 27  # a v2 header up to its lastOffsetDelta
 
 @dataclass(slots=True)
 class Piece:
-    """Where Kafka's overflow split would start a new segment: position and its base offset."""
+    """Where Kafka's overflow split would start a new segment: position and its base offset, the
+    last offset of its last batch, and where Kafka's recovery of the piece alone stops (None: at
+    its end). The split copies every batch; its retry recovers only the pieces from the one
+    holding the recovery point on, each from its own start."""
 
     position: int
     base_offset: int
+    last_offset: int
+    valid_end: int | None = None
 
 
 class KafkaReading:
@@ -100,8 +105,9 @@ class KafkaReading:
             # `appendFromFile` takes batches while their last offset fits the piece begun at
             # the first batch that did not fit the one before
             self.piece_base = first
-            self.pieces.append(Piece(position, first))
+            self.pieces.append(Piece(position, first, last))
             self._next_piece(first)
+        self.pieces[-1].last_offset = last
         if not self.overflow and not 0 <= last - seg.base_offset <= INT_MAX:
             self.overflow = True  # `ensureOffsetInRange`: LogSegmentOffsetOverflowException
         if self.bytes - self.last_index_pos > self.interval and not self.overflow:
@@ -147,6 +153,8 @@ class KafkaReading:
         (position, last offset, max timestamp) points as native int64s."""
         self.bytes = kept
         self.last = last
+        if self.pieces:
+            self.pieces[-1].last_offset = last
         self.last_index_pos = index_pos
         self.last_index_offset = index_offset
         if self.index is not None:
@@ -162,7 +170,7 @@ class KafkaReading:
             except (InvalidOffsetError, IndexOffsetOverflowError):
                 self._piece_fails(piece.base_offset)
 
-    def finish(self, disk: Disk, path: str) -> None:
+    def finish(self, disk: Disk, path: str, max_batch_size: int | None) -> None:
         """The segment is read: can Kafka split it where an offset overflows, and would each
         piece's recovery hold?"""
         seg = self.seg
@@ -177,6 +185,8 @@ class KafkaReading:
                 seg.kafka_split_fails = True
         self._close_piece()
         if seg.kafka_pieces:
+            if self.bytes < seg.size:
+                self._recover_pieces(disk, path, max_batch_size)
             seg.kafka_piece_invalid = self.piece_failed
 
     def _next_piece(self, base_offset: int) -> None:
@@ -217,6 +227,34 @@ class KafkaReading:
         if self.piece_index is not self.index:
             self.piece_index = None
 
+    def _recover_pieces(self, disk: Disk, path: str, max_batch_size: int | None) -> None:
+        """Where Kafka's recovery of each piece stops, from the one holding the first invalid
+        batch on (that one stops at it; the reading of the segment stopped there). Kafka's retry
+        recovers a piece after it on its own when the recovery point is at or past it."""
+        pieces = self.pieces
+        ends = [pc.position for pc in pieces[1:]] + [self.seg.size]
+        for pc, end in zip(pieces, ends, strict=True):
+            if end <= self.bytes:
+                continue
+            if pc.position <= self.bytes:
+                pc.valid_end = self.bytes
+                continue
+            index = RecoveryIndex(pc.base_offset, self.interval, UNBOUNDED_INDEX)
+            position = pc.position
+            try:
+                for b in index_batches(disk, path, max_batch_size, pc.position):
+                    if position >= end:
+                        break
+                    if not 0 <= b.last_offset - pc.base_offset <= INT_MAX:
+                        break  # (`ensureOffsetInRange`: a base offset field, outside the CRC)
+                    index.add(position - pc.position, b.last_offset, b.max_timestamp)
+                    position += b.size
+                index.result()
+            except (InvalidOffsetError, IndexOffsetOverflowError):
+                self._piece_fails(pc.base_offset)
+            if position < end:
+                pc.valid_end = position
+
     def _split_the_rest(self, disk: Disk, path: str) -> int | None:
         """`splitOverflowedSegment` copies the whole file, not only what recovery read: the
         batches past where it stopped, framed by their size fields alone (`FileLogInputStream`),
@@ -240,7 +278,8 @@ class KafkaReading:
                     last = (last + 2**63) % 2**64 - 2**63  # Java's long arithmetic wraps
                 if not 0 <= last - self.piece_base <= INT_MAX:
                     self.piece_base = first
-                    self.pieces.append(Piece(position, first))
+                    self.pieces.append(Piece(position, first, last))
+                self.pieces[-1].last_offset = last
                 position += 12 + length
         return last
 

@@ -17,8 +17,10 @@ from .scan import LogDirScan
 
 
 def _key(f: dict) -> tuple:
-    """A finding as a plan's `left` lists it: the same finding in every mode's plan."""
-    return (f["kind"], f["file"], f["position"], f["offset"])
+    """A finding as a plan's `left` lists it: the same finding in every mode's plan (where the
+    scan found it, for one a split moves with its batch)."""
+    at = f.get("moved_from") or f
+    return (f["kind"], at["file"], at["position"], f["offset"])
 
 
 def _finding_key(f: Finding) -> tuple:

@@ -181,7 +181,7 @@ def scan_segment(
     )  # fmt: skip
     _read_batches(disk, path, max_batch_size, deep, strict, kafka, index_checks)
     strict.finish()
-    kafka.finish(disk, path)
+    kafka.finish(disk, path, max_batch_size)
     index_checks.finish(disk)
     kafka.rebuild_indexes(index_checks.raw())
     return seg

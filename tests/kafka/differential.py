@@ -322,8 +322,13 @@ def _says_kafka_fails(result: dict[str, Any], partition: str) -> bool:
 
 
 def _segment_files(pdir: Path, answer: dict | None) -> dict[str, bytes]:
-    """Segment files by name; those Kafka renamed to `.deleted` count as gone."""
-    gone = set(answer["deleted"]) if answer else set()
+    """Segment files by name; those Kafka renamed to `.deleted` count as gone, unless a segment of
+    Kafka's log has that name again (an overflow split's first piece replaces the segment it
+    split under the same name, beside the old files renamed `.deleted`)."""
+    answer = answer or {}
+    live = {layout.log_file_name(s["base_offset"]) for s in answer.get("segments") or []}
+    stems = {name[: -len(layout.LOG_SUFFIX)] for name in live}
+    gone = {n for n in answer.get("deleted", []) if n.rpartition(".")[0] not in stems}
     out = {}
     for p in pdir.iterdir():
         if p.name.endswith(SEGMENT_FILES) and p.name not in gone and p.is_file():

@@ -417,8 +417,10 @@ _GAPS = st.sampled_from([1, 7, 2**31 - 40, 2**31 - 2, 2**31, 2**31 + 3, 2**32 + 
 def overflowing_segments(draw):
     """Segment 0 of a broker before KAFKA-6264: its first batch at or above 0, groups of batches
     whose offsets jump past (or just short of) the relative range, and maybe a torn tail, zeros
-    or a bit flip; the recovery point 0, or past it all (split while loading: first batch 0)."""
-    offset = draw(st.integers(0, 20))
+    or a bit flip; the recovery point 0, or (first batch 0) at a batch or past them all: the
+    split then leaves pieces below it, which Kafka's retry does not recover; no `.index` (split
+    while loading) or empty indexes (split by the recovery pass)."""
+    offset = draw(st.just(0) | st.integers(1, 20))
     data = []
     for gap in [0, *draw(st.lists(_GAPS, min_size=1, max_size=3))]:
         offset += gap
@@ -426,23 +428,31 @@ def overflowing_segments(draw):
             n = draw(st.integers(1, 3))
             data.append(batch(offset, n=n))
             offset += n
-    past = data[0][:8] == bytes(8) and draw(st.booleans())
-    # (damage in pieces below the recovery point: `test_open_split_below_the_recovery_point`)
-    damage = None if past else draw(st.sampled_from([None, "torn", "zeros", "flip"]))
+    # A recovery point above 0 only where the first piece keeps the segment's name (first batch
+    # at 0): else Kafka keeps the original beside its pieces (a departure, tested above). At a
+    # batch's offset, or past them all, damage lies in pieces below it as often as not.
+    recovery_point = 0
+    if data[0][:8] == bytes(8):
+        offsets = [int.from_bytes(b[:8], "big") for b in data]
+        recovery_point = draw(st.sampled_from([0, offset]) | st.sampled_from(offsets))
+    damage = draw(st.sampled_from([None, "torn", "zeros", "flip"]))
     flip = draw(st.integers(0, len(data) - 1))
-    return data, damage, flip, offset if past else 0
+    return data, damage, flip, recovery_point, draw(st.booleans())
 
 
 @settings(suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(case=overflowing_segments())
 def test_overflow_split_as_kafka_splits(case, kafka_recover, work_dir):
-    data, damage, flip, recovery_point = case
+    data, damage, flip, recovery_point, loads = case
     work = work_dir / "case"
     shutil.rmtree(work, ignore_errors=True)
     log_dir = work / "a" / "kafka-logs"
     pdir = log_dir / "t-0"
     raw = b"".join(data) + {"torn": data[-1][:30], "zeros": bytes(64)}.get(damage or "", b"")
     write_segment(pdir, 0, raw, indexes=False)
+    if loads:  # (empty) indexes: it loads as it is, and the recovery pass splits it
+        (pdir / layout.index_file_name(0)).write_bytes(b"")
+        (pdir / layout.time_index_file_name(0)).write_bytes(b"")
     if damage == "flip":
         flip_byte(pdir / layout.log_file_name(0), sum(map(len, data[:flip])) + 70)
     _checkpoints(log_dir, recovery_point)
@@ -450,12 +460,12 @@ def test_overflow_split_as_kafka_splits(case, kafka_recover, work_dir):
     assert outcome.divergences == [], "\n".join(outcome.divergences)
 
 
-@pytest.mark.xfail(strict=True, reason="open divergence, docs/spec-notes.md")
-def test_open_split_below_the_recovery_point(kafka_recover, work_dir):
+def test_split_below_the_recovery_point_keeps_its_damage(kafka_recover, work_dir):
     """Found by the thorough profile of the test above: segment 0 (no `.index`) split while
     loading into pieces 0, 2^31 and 2^32, the recovery point past them all. Kafka's retry
     recovers only from the piece holding the recovery point, so the bit flip in piece 2^31 stays
-    (below the recovery point); kafka mode cuts there and drops piece 2^32."""
+    (below the recovery point) and piece 2^32 is kept; kafka mode did the same, and reports the
+    corrupt batch it leaves, at its new place, with the modes that fix it."""
     log_dir = work_dir / "a" / "kafka-logs"
     pdir = log_dir / "t-0"
     data = [batch(o) for o in (0, 2**31 - 1, 2**31, 2**32 - 1, 2**32)]
@@ -464,3 +474,56 @@ def test_open_split_below_the_recovery_point(kafka_recover, work_dir):
     _checkpoints(log_dir, 2**32 + 1)
     outcome = differ(log_dir, work_dir, kafka_recover, SETTINGS, CONFIG, Outcome(None))
     assert outcome.divergences == [], "\n".join(outcome.divergences)
+    assert [s["base_offset"] for s in outcome.kafka["t-0"]["segments"]] == [0, 2**31, 2**32]
+    left = [
+        (f["kind"], f["file"], f["position"], f["fixed_by"], f["moved_from"])
+        for f in outcome.repair["left"]
+    ]
+    at = sum(map(len, data[:3]))
+    assert left == [
+        (
+            "crc_mismatch",
+            f"t-0/{layout.log_file_name(2**31)}",
+            len(data[2]),
+            ["point-in-time", "salvage"],
+            {"file": f"t-0/{layout.log_file_name(0)}", "position": at},
+        )
+    ]
+
+
+@pytest.mark.parametrize(
+    ("recovery_point", "kept"),
+    [(0, [0, 2**31]), (2**31 + 1, [0, 2**31]), (2**32 + 1, [0, 2**31, 2**32])],
+)
+def test_split_in_the_recovery_pass_from_the_floor_of_the_recovery_point(
+    recovery_point, kept, kafka_recover, work_dir
+):
+    """Segment 0 with (empty) indexes loads as it is; the recovery pass splits it and its retry
+    recovers from the piece holding the recovery point: the flip in piece 2^31 is cut there, or
+    kept below it."""
+    log_dir = work_dir / "a" / "kafka-logs"
+    pdir = log_dir / "t-0"
+    data = [batch(o) for o in (0, 2**31 - 1, 2**31, 2**31 + 1, 2**31 + 2, 2**32)]
+    write_segment(pdir, 0, data, indexes=False)
+    (pdir / layout.index_file_name(0)).write_bytes(b"")
+    (pdir / layout.time_index_file_name(0)).write_bytes(b"")
+    flip_byte(pdir / layout.log_file_name(0), sum(map(len, data[:3])) + 70)
+    _checkpoints(log_dir, recovery_point)
+    outcome = differ(log_dir, work_dir, kafka_recover, SETTINGS, CONFIG, Outcome(None))
+    assert outcome.divergences == [], "\n".join(outcome.divergences)
+    assert [s["base_offset"] for s in outcome.kafka["t-0"]["segments"]] == kept
+
+
+def test_split_in_recovery_cuts_the_piece_holding_the_recovery_point(kafka_recover, work_dir):
+    """The same split with the recovery point in piece 2^31, whose recovery cuts at the flip:
+    piece 0 (below) is kept, piece 2^32 deleted with every later segment."""
+    log_dir = work_dir / "a" / "kafka-logs"
+    pdir = log_dir / "t-0"
+    data = [batch(o) for o in (0, 2**31 - 1, 2**31, 2**32 - 1, 2**32)]
+    write_segment(pdir, 0, data, indexes=False)
+    write_segment(pdir, 2**32 + 1, [batch(2**32 + 1)])
+    flip_byte(pdir / layout.log_file_name(0), sum(map(len, data[:3])) + 70)
+    _checkpoints(log_dir, 2**31 + 5)
+    outcome = differ(log_dir, work_dir, kafka_recover, SETTINGS, CONFIG, Outcome(None))
+    assert outcome.divergences == [], "\n".join(outcome.divergences)
+    assert [s["base_offset"] for s in outcome.kafka["t-0"]["segments"]] == [0, 2**31]

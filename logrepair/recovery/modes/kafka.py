@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from ...storage import layout
 from ...storage.producer_state import ProducerState
+from ..segment_scan import SegmentScan
 from ..txn_replay import TxnEntry, TxnReplay
 from .partition_plan import PartitionPlan, Seg
 from .split import Piece, split_segment
@@ -36,6 +37,8 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
         if seg.base <= recovery_point:
             start = i
     recovered_at_load: set[str] = set()
+    pieces_of: dict[int, list[Seg]] = {}
+    cut_at_load: list[Seg] = []
     for seg in segs:
         missing_index = not pp.exists(seg.stem() + layout.INDEX_SUFFIX)
         if (missing_index or seg.scan.txn_corrupt_for_kafka) and seg not in pp.created:
@@ -53,19 +56,31 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
                     "recovery does for the same exception after loading"
                 )
             before = {id(s) for s in pp.segs}
-            _recover(
+            truncated = _recover(
                 pp,
                 seg,
                 "Kafka recovers a segment whose offset index is missing or whose "
                 "transaction index is corrupt while loading it",
+                recovery_point,
             )
             recovered_at_load.add(seg.log)
             # its leader epochs are assigned while loading (a split's: its pieces')
             pieces = [s for s in pp.segs if id(s) not in before]
             pp.epochs_before.extend(pieces or [seg])
+            if pieces:
+                pieces_of[id(seg)] = pieces
+                if truncated:
+                    # the split's pieces are recovered by the recovery pass, which cut one
+                    cut_at_load.append(pieces[-1])
             _note_split_while_loading(pp, seg, recovery_point)
-    first_recovered = pp.segs[start] if start < len(pp.segs) else None
-    queue = pp.segs[start:] if first_recovered is not None else []
+    for piece in cut_at_load:
+        if piece in pp.segs:
+            _delete_after(pp, piece, pp.segs[pp.segs.index(piece) + 1 :])
+    # (a segment split while loading: the recovery pass begins at its first piece)
+    anchor = segs[start] if segs else None
+    anchor = pieces_of.get(id(anchor), [anchor])[0]
+    start = pp.segs.index(anchor) if anchor in pp.segs else len(pp.segs)
+    queue = pp.segs[start:]
     for n, seg in enumerate(list(queue)):
         if seg not in pp.segs or seg.derived:
             continue  # gone, or a piece of a split: Kafka retries on pieces known to be valid
@@ -75,12 +90,11 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
             truncated = 0
             _replay_txn_index(pp, seg)
         else:
-            truncated = _recover(pp, seg, "Kafka's recovery truncates at the first invalid batch")
+            truncated = _recover(
+                pp, seg, "Kafka's recovery truncates at the first invalid batch", recovery_point
+            )
         if truncated:
-            for later in [s for s in queue[n + 1 :] if s in pp.segs]:
-                pp.delete_segment(
-                    later, f"Kafka deletes every segment after the one it truncated ({seg.base})"
-                )
+            _delete_after(pp, seg, queue[n + 1 :])
             break
     lso = pp.p.log_start_checkpoint
     if lso is not None and pp.log_end_offset < lso:
@@ -93,6 +107,15 @@ def plan_partition(pp: PartitionPlan, recovery_point: int) -> int:
         pp.clear_epochs = True
     _check_first_unstable_offset(pp)
     return min(start, len(pp.segs))
+
+
+def _delete_after(pp: PartitionPlan, seg: Seg, later: list[Seg]) -> None:
+    """`recoverLog`: a segment cut (a piece of a split too) and every later one is deleted."""
+    for s in later:
+        if s in pp.segs:
+            pp.delete_segment(
+                s, f"Kafka deletes every segment after the one it truncated ({seg.base})"
+            )
 
 
 def _note_split_while_loading(pp: PartitionPlan, seg: Seg, recovery_point: int) -> None:
@@ -113,8 +136,9 @@ def _note_split_while_loading(pp: PartitionPlan, seg: Seg, recovery_point: int) 
         )
 
 
-def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
-    """`LogLoader.recoverSegment`; returns the bytes it truncates."""
+def _recover(pp: PartitionPlan, seg: Seg, reason: str, recovery_point: int) -> int:
+    """`LogLoader.recoverSegment`; returns the bytes it truncates (for an overflow split, those
+    its retry cuts from a piece it recovers)."""
     scan = seg.scan
     if scan.kafka_split_fails:
         pp.unrecoverable.append(seg.base)
@@ -155,18 +179,10 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
             "it is",
         )
     if scan.kafka_pieces:
-        pieces = []
-        # the split copies the whole file; the recovery of the pieces then cuts at `end`
-        bounds = [min(pc.position, end) for pc in scan.kafka_pieces[1:]] + [end]
-        for pc, stop in zip(scan.kafka_pieces, bounds, strict=True):
-            if pc.position < stop:
-                lasts = [r.last_offset for r in scan.runs if r.start < stop and r.end > pc.position]
-                last = max(lasts, default=pc.base_offset)
-                pieces.append(Piece(pc.position, stop, pc.base_offset, last))
-            elif pc.position == end < scan.size:
-                # a piece beginning at the first invalid batch: its recovery empties it, and it
-                # stays, an empty segment named by that batch (the log end jumps to it)
-                pieces.append(Piece(end, end, pc.base_offset, pc.base_offset))
+        # no piece is recovered where a later segment holds the recovery point
+        later_bases = [s.base for s in pp.segs[pp.segs.index(seg) + 1 :]]
+        past = any(b <= recovery_point for b in later_bases)
+        pieces, truncated = _pieces_kept(scan, None if past else recovery_point)
         later = [_base_after_split(s) for s in pp.segs[pp.segs.index(seg) + 1 :]]
         if later and max(pc.last_offset for pc in pieces) >= min(later):
             return _leave(
@@ -184,13 +200,47 @@ def _recover(pp: PartitionPlan, seg: Seg, reason: str) -> int:
             "Kafka splits a segment whose offsets overflow its relative range (spec rec §6.7)",
             rename_first=True,
         )
-        return 0 if end >= size else size - end
+        return truncated
     seg.next_offset = scan.kafka_next_offset  # `readNextOffset`: after the last batch kept
     if end < size:
         pp.truncate_segment(seg, end, reason)
         seg.next_offset = scan.kafka_next_offset
         return size - end
     return 0
+
+
+def _pieces_kept(scan: SegmentScan, recovery_point: int | None) -> tuple[list[Piece], int]:
+    """The segments Kafka's overflow split and its retry leave, and the bytes the retry cuts.
+
+    The split copies every batch, framed by its size field; the retry recovers only from the
+    piece holding the recovery point on (`segments.values(recoveryPoint, ...)` begins at the
+    floor), each piece from its own start, until one is cut: the later ones are deleted. A piece
+    below keeps its damage, as a segment below the recovery point does. A recovered piece that
+    begins with an invalid batch is emptied and stays, an empty segment named by that batch (the
+    log end jumps to it). `recovery_point` None: the floor is a later segment, no piece is
+    recovered."""
+    found = scan.kafka_pieces
+    ends = [pc.position for pc in found[1:]] + [scan.size]
+    if recovery_point is None:
+        first = len(found)
+    else:
+        bases = [i for i, pc in enumerate(found) if pc.base_offset <= recovery_point]
+        first = max(bases, default=0)
+    pieces = []
+    for i, (pc, end) in enumerate(zip(found, ends, strict=True)):
+        stop = end if i < first or pc.valid_end is None else pc.valid_end
+        if stop == end:
+            pieces.append(Piece(pc.position, end, pc.base_offset, pc.last_offset))
+            continue
+        if pc.position < stop:
+            lasts = [r.last_offset for r in scan.runs if r.start < stop and r.end > pc.position]
+            pieces.append(
+                Piece(pc.position, stop, pc.base_offset, max(lasts, default=pc.base_offset))
+            )
+        else:
+            pieces.append(Piece(stop, stop, pc.base_offset, pc.base_offset))
+        return pieces, scan.size - stop
+    return pieces, 0
 
 
 def _base_after_split(seg: Seg) -> int:

@@ -5,11 +5,29 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ...storage import layout
+from ...storage.layout import printable
 from ..defects import kind as defect_kind
 from ..findings import Finding
 from ..plan import Action, Plan
 from ..scan import LogDirScan
 from .partition_plan import SEGMENT_SUFFIXES, PartitionPlan
+
+_BATCH_BYTES = frozenset(
+    {
+        "crc_mismatch",
+        "bad_magic",
+        "bad_length",
+        "torn_tail",
+        "garbage_tail",
+        "record_count_mismatch",
+        "decompression_failed",
+        "invalid_records",
+        "unknown_codec",
+    }
+)
+"""Kinds about a batch's own bytes, which a split copies as they are (kafka mode's overflow split
+keeps a damaged batch below the recovery point, as Kafka's does); the others are about where a
+batch lies, which a split changes."""
 
 
 def unresolved(scan: LogDirScan, plan: Plan, pps: list[PartitionPlan]) -> list[Finding]:
@@ -41,10 +59,12 @@ def unresolved(scan: LogDirScan, plan: Plan, pps: list[PartitionPlan]) -> list[F
         if dot and stem in deleted_stems and "." + suffix in SEGMENT_SUFFIXES:
             continue
         if f.file in truncated and f.position is not None and f.position >= truncated[f.file]:
-            moved = _moved_with(f, splits) if not defect_kind(f.kind).fixed_by else None
+            moved = None
+            if f.kind in _BATCH_BYTES or not defect_kind(f.kind).fixed_by:
+                moved = _moved_with(f, splits)
             if moved is not None:
-                left.append(moved)  # no mode fixes it: it goes with its batch
-            continue  # removed, or (a split) moved into a segment of its own
+                left.append(moved)  # it goes with its batch
+            continue  # removed, or (a split) moved where it no longer holds
         if f.kind in (
             "recovery_point_beyond_end",
             "high_watermark_beyond_end",
@@ -61,7 +81,9 @@ def _moved_with(f: Finding, splits: list[Action]) -> Finding | None:
     """The finding where a split moves the batch it is about, if one does."""
     for a in splits:
         if a.file == f.file and a.position <= f.position < a.position + a.length:
-            return replace(f, file=a.to, position=f.position - a.position)
+            return replace(
+                f, file=a.to, position=f.position - a.position, moved_from=(f.file, f.position)
+            )
     return None
 
 
@@ -83,5 +105,7 @@ def left_json(findings: list[Finding], mode: str) -> list[dict]:
     for f in findings:
         entry = f.to_json()
         entry["fixed_by"] = [m for m in defect_kind(f.kind).fixed_by if m != mode]
+        if f.moved_from is not None:
+            entry["moved_from"] = {"file": printable(f.moved_from[0]), "position": f.moved_from[1]}
         out.append(entry)
     return out
