@@ -29,7 +29,7 @@ REPO = Path(__file__).resolve().parents[1]
 DISK = OsDisk()
 
 
-def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
+def cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(REPO))
     env.pop("LOGREPAIR_DEBUG", None)
     return subprocess.run(
@@ -38,7 +38,7 @@ def cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:
         text=True,
         env=env,
         cwd=cwd or REPO,
-        timeout=300,
+        timeout=timeout,
     )
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from ..test_cli_recovery import cli
 from .logdir_fuzzer import MODES, build_seed, check_case, mutate
 
-REPO = Path(__file__).resolve().parents[2]
 THOROUGH = os.environ.get("HYPOTHESIS_PROFILE") == "thorough"
 CASES = int(os.environ.get("FUZZ_CASES", 2000 if THOROUGH else 120))
 FIRST_SEED = int(os.environ.get("FUZZ_SEED", 0))
@@ -69,15 +68,7 @@ def test_the_seed_dir_is_clean_and_has_every_file_kind(seed_logs) -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("LOGREPAIR_DEBUG", None)
-    return subprocess.run(
-        [sys.executable, "-m", "logrepair", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-    )
+    return cli(*args, timeout=60)  # a hang is a finding, well before the suite's own limit
 
 
 def _outcome(r: subprocess.CompletedProcess, allowed: set[int]) -> dict | None:
