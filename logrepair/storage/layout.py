@@ -235,9 +235,11 @@ def classify_partition_file(name: str) -> FileName:
         detail = f"{e}; Kafka fails to load the partition" if fatal else str(e)
         return FileName(name, kind, leftover=leftover, blocks_kafka_load=fatal, detail=detail)
     if offset < 0:
-        detail = (
-            f"a negative base offset ({offset}); Kafka never reads it (it opens an empty segment "
-            f"{segment_file_name(offset, suffix)} beside it)"
+        kafkas = segment_file_name(offset, suffix)
+        detail = f"a negative base offset ({offset}); " + (
+            "a segment Kafka never writes"
+            if name == kafkas
+            else f"Kafka never reads it (it opens an empty segment {kafkas} beside it)"
         )
         return FileName(name, kind, offset=offset, leftover=leftover, detail=detail)
     return FileName(name, kind, offset=offset, leftover=leftover)

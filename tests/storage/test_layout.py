@@ -28,6 +28,9 @@ def test_segment_names_are_20_digit_zero_padded() -> None:
     assert layout.kraft_snapshot_file_name(10, 3) == "00000000000000000010-0000000003.checkpoint"
     # As Kafka 4.1.1 names the segment it opens for `-5.log` (seen with the harness).
     assert layout.log_file_name(-5) == "-00000000000000000005.log"
+    assert "beside it" in layout.classify_partition_file("-5.log").detail
+    own = layout.classify_partition_file("-00000000000000000005.log")
+    assert not own.canonical and own.detail.endswith("a segment Kafka never writes")
 
 
 @given(st.integers(0, 2**63 - 1))
