@@ -3,9 +3,9 @@
 A garbage tail is often zeros (a preallocated or sparse segment end), and can be gigabytes: the
 copy into the quarantine skips every all-zero block it would write and sets the length at the end,
 so on a filesystem with holes a zero run costs no space in the quarantine, and reads back as the
-same zeros. The batches a segment keeps (a split, a cut of a linked file, healed pieces) are copied
-in the kernel instead (`DiskFile.copy_to`: a reflink or `copy_file_range`), never through this
-process.
+same zeros. The batches a segment keeps (a split, a cut of a linked file, healed pieces) go by
+`DiskFile.copy_to` instead: a reflink, else, from 1 MiB up, whole blocks written with O_DIRECT
+(new page-cache pages cost a copy three times the reading of its bytes), else `copy_file_range`.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def copy_pieces(
 
     `sparse`: what the quarantine keeps (a removed tail, a replaced file), read through one reused
     buffer, so a 1 GiB tail costs 8 MiB of memory, with zero blocks left as holes. Otherwise the
-    bytes are batches a segment keeps, copied in the kernel (`DiskFile.copy_to`). Holes in a
+    bytes are batches a segment keeps, copied by `DiskFile.copy_to`. Holes in a
     source stay holes either way."""
     total = sum(length for _, _, length in pieces)
     buf = bytearray(min(COPY_CHUNK, max(total, 1))) if sparse else None
@@ -67,8 +67,8 @@ def copy_span(
     """Copies `length` bytes of `fin` from `position` to `fout` at `out`, leaving the source's
     holes unwritten (the caller makes sure they read as zeros: a new file, or a range past the
     end, set by a final `truncate`): with `buf`, through it, zero blocks left as holes
-    (`write_sparse`); without, in the kernel. Returns the count covered, short only where `fin`
-    ends."""
+    (`write_sparse`); without, by `DiskFile.copy_to`. Returns the count covered, short only where
+    `fin` ends."""
     view = None if buf is None else memoryview(buf)
     done = 0
     while done < length:

@@ -6,7 +6,8 @@ filesystem any other way (a test scans for it), which is what lets the simulator
 
 Semantics every implementation keeps, because SimDisk's crash states are defined by them:
 - Writes change what readers see at once; they are durable only after `DiskFile.fsync`. A copy
-  (`DiskFile.copy_to`, in the kernel on the real OS) is a write to its destination like any other.
+  (`DiskFile.copy_to`, in the kernel or around the page cache on the real OS) is a write to its
+  destination like any other.
 - Creating, renaming or unlinking a name is durable only after `fsync_dir` of its directory.
 - `rename` replaces an existing destination atomically (POSIX rename).
 - Paths are plain strings; a Disk never resolves symlinks on the caller's behalf except where a
@@ -67,9 +68,9 @@ class DiskFile(ABC):
         returns the count copied (fewer only where this file ends). A write to `dest` like any
         other: seen at once, durable after `dest.fsync()`.
 
-        For a file's kept bytes (a segment split or cut, healed pieces): `OsFile` copies in the
-        kernel, so the bytes never pass through this process. This default goes through one
-        bounded buffer."""
+        For a file's kept bytes (a segment split or cut, healed pieces): `OsFile` shares blocks
+        where it can, writes large copies around the page cache and copies the rest in the
+        kernel. This default goes through one bounded buffer."""
         buf = bytearray(min(_COPY_BUFFER, max(length, 1)))
         view = memoryview(buf)
         done = 0

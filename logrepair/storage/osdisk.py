@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import mmap
 import os
 import stat
 import struct
@@ -120,9 +121,11 @@ class OsFile(DiskFile):
             os.fsync(self._fd)
 
     def copy_to(self, position: int, length: int, dest: DiskFile, dest_position: int) -> int:
-        """In the kernel: a reflink (`FICLONERANGE`) of the block-aligned middle where the file
-        system shares blocks between files and both ranges sit alike in their blocks, the rest
-        with `copy_file_range`, else `sendfile`, else through a buffer (`DiskFile.copy_to`)."""
+        """A reflink (`FICLONERANGE`) of the block-aligned middle where the file system shares
+        blocks between files and both ranges sit alike in their blocks; the rest, from 1 MiB up,
+        written around the page cache (`_direct_write`) but for the edge blocks; those and any
+        smaller copy in the kernel: `copy_file_range`, else `sendfile`, else through a buffer
+        (`DiskFile.copy_to`)."""
         _check_position(position, self.path)
         _check_position(dest_position, dest.path)
         if not isinstance(dest, OsFile):
@@ -137,6 +140,15 @@ class OsFile(DiskFile):
                 self, start, end - start, dest, dest_position + done
             ):
                 done = end - position
+        if length - done >= _DIRECT_MIN:
+            # the head up to a block boundary of `dest` through the page cache, then whole blocks
+            head = -(dest_position + done) % _direct_alignment(dest._fd)
+            n = self._kernel_copy(position + done, head, dest, dest_position + done)
+            done += n
+            if n == head:
+                done += _direct_write(
+                    self, position + done, length - done, dest, dest_position + done
+                )
         return done + self._kernel_copy(position + done, length - done, dest, dest_position + done)
 
     def _kernel_copy(self, position: int, length: int, dest: OsFile, dest_position: int) -> int:
@@ -194,6 +206,66 @@ def _copy_file_range(src: int, position: int, length: int, dest: int, dest_posit
 def _sendfile(src: int, position: int, length: int, dest: int, dest_position: int) -> int:
     os.lseek(dest, dest_position, os.SEEK_SET)  # sendfile writes at the file offset
     return os.sendfile(dest, src, position, length)
+
+
+_DIRECT_MIN = 1 << 20
+"""A copy from this size up writes its whole blocks with O_DIRECT (`_direct_write`)."""
+_DIRECT_CHUNK = 4 << 20
+
+
+def _direct_write(src: OsFile, position: int, length: int, dest: OsFile, dest_position: int) -> int:
+    """Writes the whole blocks of `length` bytes of `src` (read as usual, through one aligned
+    buffer) to `dest` at the block-aligned `dest_position` with O_DIRECT, set on `dest`'s own
+    descriptor for the while; returns the count written (0 where the file system refuses O_DIRECT;
+    short at the end of `src`: the last partial block is the caller's).
+
+    Why not the kernel copy: a segment's kept bytes are new pages for the page cache to allocate,
+    dirty, write back at the fsync and keep, and on ext4 that costs three times the reading of the
+    same bytes (0.26 against 0.08 CPU seconds per half GiB); written around it, a copy costs the
+    reading and the device's time, and leaves the cache to the broker's own files."""
+    align = _direct_alignment(dest._fd)
+    length -= length % align
+    if length <= 0:
+        return 0
+    flags = fcntl.fcntl(dest._fd, fcntl.F_GETFL)
+    try:
+        fcntl.fcntl(dest._fd, fcntl.F_SETFL, flags | os.O_DIRECT)
+    except OSError as e:
+        if e.errno in _NOT_THIS_WAY:
+            return 0
+        raise type(e)(e.errno, e.strerror, dest.path) from None
+    buf = mmap.mmap(-1, min(_DIRECT_CHUNK, length))  # page-aligned, as O_DIRECT wants
+    view = memoryview(buf)
+    done = 0
+    try:
+        while done < length:
+            want = min(len(buf), length - done)
+            got = src.read_into(position + done, view[:want])
+            whole = got - got % align
+            written = 0
+            try:
+                while written < whole:
+                    n = os.pwrite(dest._fd, view[written:whole], dest_position + done + written)
+                    if n <= 0 or n % align:
+                        break
+                    written += n
+            except OSError as e:
+                if e.errno not in _NOT_THIS_WAY:
+                    raise type(e)(e.errno, e.strerror, dest.path) from None
+            done += written
+            if written < want:
+                break  # the end of `src`, or a refusal: the caller copies the rest another way
+    finally:
+        view.release()
+        buf.close()
+        fcntl.fcntl(dest._fd, fcntl.F_SETFL, flags)
+    return done
+
+
+def _direct_alignment(fd: int) -> int:
+    """What O_DIRECT offsets, lengths and buffers are aligned to here: the file system's block,
+    at least a page (so no page of the cache holds part of a block written around it)."""
+    return max(_block_size(fd), mmap.PAGESIZE)
 
 
 def _block_size(fd: int) -> int:
