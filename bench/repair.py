@@ -12,8 +12,11 @@ process (so peak RSS is the child's own):
 - kafka-mode repair after a torn tail and one corrupt index entry. Target: >= 0.7x the speed of
   `logrepair verify`;
 - salvage repair of the same segment with one corrupt batch in the middle (half the segment is
-  copied to a new segment, in the kernel, with the indexes the scan computed, and the corrupt
-  batch kept in quarantine). Target: >= 0.5x the speed of `logrepair verify`;
+  copied to a new segment, around the page cache, with the indexes the scan computed, and the
+  corrupt batch kept in quarantine). Target: >= 0.5x the speed of `logrepair verify`;
+- point-in-time repair of the same damage (the segment cut before the corrupt batch, the half
+  after it copied into the quarantine). Target: >= 0.5x the speed of `logrepair verify`;
+- the undo of each;
 - peak RSS of the kafka repair at the full size and at 1/8 of it: flat means it does not grow.
 
 `--memory` measures instead peak RSS (each command in a fresh child process) of verify, audit,
@@ -201,6 +204,14 @@ def measure(root: str, size: int, batch_bytes: int, runs: int) -> dict:
         undo_runs.append(child("undo", result["quarantine"]))
     salvage = min(salvage_runs, key=lambda r: r["seconds"])
     undo_salvage = min(undo_runs, key=lambda r: r["seconds"])
+    cut_runs, undo_cut_runs = [], []
+    for _ in range(runs):
+        result = child("point-in-time", log_dir)
+        assert result["removed_bytes"] == (count - 1 - (count - 1) // 2) * step, result
+        cut_runs.append(result)
+        undo_cut_runs.append(child("undo", result["quarantine"]))
+    cut = min(cut_runs, key=lambda r: r["seconds"])
+    undo_cut = min(undo_cut_runs, key=lambda r: r["seconds"])
     shutil.rmtree(log_dir)
     shutil.rmtree(log_dir + ".logrepair-quarantine", ignore_errors=True)
     return {
@@ -211,6 +222,8 @@ def measure(root: str, size: int, batch_bytes: int, runs: int) -> dict:
         "kafka": kafka,
         "salvage": salvage,
         "undo_salvage": undo_salvage,
+        "cut": cut,
+        "undo_cut": undo_cut,
     }
 
 
@@ -304,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
         ("kafka repair: torn tail + index", full["kafka"], 0.7),
         ("salvage: corrupt batch mid-segment", full["salvage"], 0.5),
         ("undo of the salvage", full["undo_salvage"], None),
+        ("point-in-time: cut before it", full["cut"], 0.5),
+        ("undo of the point-in-time", full["undo_cut"], None),
     ]
     status = 0
     for name, r, target in rows:

@@ -234,12 +234,11 @@ def _direct_write(src: OsFile, position: int, length: int, dest: OsFile, dest_po
         if e.errno in _NOT_THIS_WAY:
             return 0
         raise type(e)(e.errno, e.strerror, dest.path) from None
-    buf = mmap.mmap(-1, min(_DIRECT_CHUNK, length))  # page-aligned, as O_DIRECT wants
-    view = memoryview(buf)
+    view = _direct_buffer()[: min(_DIRECT_CHUNK, length)]
     done = 0
     try:
         while done < length:
-            want = min(len(buf), length - done)
+            want = min(len(view), length - done)
             got = src.read_into(position + done, view[:want])
             whole = got - got % align
             written = 0
@@ -257,9 +256,20 @@ def _direct_write(src: OsFile, position: int, length: int, dest: OsFile, dest_po
                 break  # the end of `src`, or a refusal: the caller copies the rest another way
     finally:
         view.release()
-        buf.close()
         fcntl.fcntl(dest._fd, fcntl.F_SETFL, flags)
     return done
+
+
+_direct_buffers = threading.local()
+
+
+def _direct_buffer() -> memoryview:
+    """This thread's buffer for `_direct_write`: page-aligned, as O_DIRECT wants, and kept (a new
+    one would cost a page fault per page again)."""
+    buf = getattr(_direct_buffers, "buf", None)
+    if buf is None or len(buf) != _DIRECT_CHUNK:
+        buf = _direct_buffers.buf = mmap.mmap(-1, _DIRECT_CHUNK)
+    return memoryview(buf)
 
 
 def _direct_alignment(fd: int) -> int:
