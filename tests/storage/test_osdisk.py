@@ -139,6 +139,46 @@ def test_large_copy_writes_its_whole_blocks_around_the_page_cache(
     assert seen["buffered"] == 0
 
 
+@pytest.mark.parametrize("cached", ["none", "half"])
+def test_large_copy_reads_what_the_cache_lacks_around_it(
+    disk: OsDisk, root: str, monkeypatch, cached: str
+) -> None:
+    """A source the page cache does not hold (an undo's, written around it) is read with O_DIRECT
+    too, at any position; what the cache holds is taken from it."""
+    if not _has_o_direct(root):
+        pytest.skip("this file system refuses O_DIRECT")
+    data = os.urandom(3 * 1024 * 1024 + 77)
+    src, dst = join(root, "src"), join(root, "dst")
+    with open(src, "wb") as f:
+        f.write(data)
+        os.fsync(f.fileno())
+        # (the first half, page-aligned, left in the cache or not)
+        half = len(data) // 2 // 4096 * 4096 if cached == "half" else 0
+        os.posix_fadvise(f.fileno(), half, 0, os.POSIX_FADV_DONTNEED)
+    real_preadv = os.preadv
+    reads = {"cache": 0, "direct": 0}
+
+    def preadv(fd, buffers, position, flags=0):
+        n = real_preadv(fd, buffers, position, flags)
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT:
+            reads["direct"] += n
+        elif flags & os.RWF_NOWAIT:
+            reads["cache"] += n
+        return n
+
+    monkeypatch.setattr(os, "preadv", preadv)
+    with disk.open(src) as fin, disk.open(dst, create=True) as fout:
+        flags = fcntl.fcntl(fin._fd, fcntl.F_GETFL)
+        assert fin.copy_to(3, len(data), fout, 0) == len(data) - 3
+        assert fcntl.fcntl(fin._fd, fcntl.F_GETFL) == flags
+    with open(dst, "rb") as f:
+        assert f.read() == data[3:]
+    # (the cache drops whole folios, which may be larger than a page: "half" is roughly half)
+    assert reads["cache"] + reads["direct"] >= len(data) - 3
+    assert reads["direct"] >= 1 << 20
+    assert (reads["cache"] > 0) == (cached == "half")
+
+
 @pytest.mark.parametrize("refused", ["fcntl", "pwrite"])
 def test_large_copy_where_o_direct_is_refused_stays_in_the_kernel(
     disk: OsDisk, root: str, monkeypatch, refused: str
