@@ -12,7 +12,7 @@ import pytest
 
 from logrepair.recovery.invariants import tree_digest
 from logrepair.recovery.settings import Settings
-from logrepair.storage import layout, osdisk
+from logrepair.storage import layout, os_copy
 
 from .builders import DISK, batch, flip_byte, write_offsets, write_segment
 from .checks import repair_checked
@@ -51,19 +51,19 @@ def _quarantine(log_dir: Path) -> dict[str, tuple[bytes, int]]:
 )
 def test_large_rewrites_leave_what_the_kernel_copy_leaves(tmp_path, monkeypatch, mode, bad):
     written = []
-    direct = osdisk._direct_write
+    direct = os_copy._direct_write
 
     def spy(*args):
         n = direct(*args)
         written.append(n)
         return n
 
-    monkeypatch.setattr(osdisk, "_direct_write", spy)
+    monkeypatch.setattr(os_copy, "_direct_write", spy)
     around = _log_dir(tmp_path / "direct", bad)
     repair_checked(around, mode, Settings())  # (repairs, undoes every byte, repairs again)
     if not sum(written):
         pytest.skip("this file system refuses O_DIRECT")
-    monkeypatch.setattr(osdisk, "_DIRECT_MIN", 1 << 62)
+    monkeypatch.setattr(os_copy, "_DIRECT_MIN", 1 << 62)
     kernel = _log_dir(tmp_path / "kernel", bad)
     repair_checked(kernel, mode, Settings())
     assert tree_digest(DISK, str(around)) == tree_digest(DISK, str(kernel))

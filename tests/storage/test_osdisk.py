@@ -114,7 +114,7 @@ def test_large_copy_writes_its_whole_blocks_around_the_page_cache(
     kernel, and the bytes around the range, the file's flags and its length stay as they were."""
     if not _has_o_direct(root):
         pytest.skip("this file system refuses O_DIRECT")
-    monkeypatch.setattr("logrepair.storage.osdisk._DIRECT_CHUNK", 1 << 20)
+    monkeypatch.setattr("logrepair.storage.os_copy._DIRECT_CHUNK", 1 << 20)
     data = os.urandom(3 * 1024 * 1024 + 123)
     src, dst = join(root, "src"), join(root, "dst")
     with open(src, "wb") as f:
@@ -185,7 +185,7 @@ def test_large_copy_where_o_direct_is_refused_stays_in_the_kernel(
 ) -> None:
     """A file system that refuses O_DIRECT (EINVAL), on the descriptor or at a write (after one
     chunk went through), gets the rest in the kernel, and the descriptor its flags back."""
-    monkeypatch.setattr("logrepair.storage.osdisk._DIRECT_CHUNK", 1 << 20)
+    monkeypatch.setattr("logrepair.storage.os_copy._DIRECT_CHUNK", 1 << 20)
     data = os.urandom(3 * 1024 * 1024 + 5)
     src, dst = join(root, "src"), join(root, "dst")
     with open(src, "wb") as f:
