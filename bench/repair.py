@@ -17,6 +17,8 @@ process (so peak RSS is the child's own):
 - point-in-time repair of the same damage (the segment cut before the corrupt batch, the half
   after it copied into the quarantine). Target: >= 0.5x the speed of `logrepair verify`;
 - the undo of each;
+- the floor of a salvage without a reflink, in one child: verify, then the moved half copied
+  once (the tool's own copy, around the page cache) and fsynced; salvage is held to it too;
 - peak RSS of the kafka repair at the full size and at 1/8 of it: flat means it does not grow.
 
 `--memory` measures instead peak RSS (each command in a fresh child process) of verify, audit,
@@ -121,6 +123,15 @@ elif what == "undo":
 elif what == "audit":
     from logrepair.audit.local import audit_paths
     out["clean"] = audit_paths([path]).clean
+elif what == "floor":
+    # the least a salvage can do without a reflink: read every batch once (verify), write the
+    # moved ones once (the tool's own copy, around the page cache), fsynced
+    out["clean"] = scan_path(disk, path, Settings()).clean
+    log, start = sys.argv[3], int(sys.argv[4])
+    with disk.open(log) as fin, disk.open(log + ".floor", create=True) as fout:
+        fin.copy_to(start, fin.size() - start, fout, 0)
+        fout.fsync()
+    disk.unlink(log + ".floor")
 elif what == "dry-run":
     out["actions"] = len(repair(disk, path, "kafka", Settings(), dry_run=True).plan.actions)
 else:
@@ -141,12 +152,12 @@ print(json.dumps(out))
 """
 
 
-def child(what: str, path: str) -> dict:
+def child(what: str, path: str, *args: str) -> dict:
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, what, path], capture_output=True, text=True, env=env
+        [sys.executable, "-c", CHILD, what, path, *args], capture_output=True, text=True, env=env
     )
     if proc.returncode != 0:
         raise RuntimeError(f"{what} {path} failed: {proc.stderr}")
@@ -194,9 +205,9 @@ def measure(root: str, size: int, batch_bytes: int, runs: int) -> dict:
         f.write("0\n1\nbench 0 0\n")
     quarantine = log_dir + ".logrepair-quarantine"
 
-    def warm_child(what: str, path: str) -> dict:
+    def warm_child(what: str, path: str, *args: str) -> dict:
         warm(log_dir, quarantine)
-        return child(what, path)
+        return child(what, path, *args)
 
     log = os.path.join(pdir, layout.log_file_name(0))
     real = os.path.getsize(log)
@@ -215,6 +226,11 @@ def measure(root: str, size: int, batch_bytes: int, runs: int) -> dict:
     kafka = min(kafka_runs, key=lambda r: r["seconds"])
     assert child("verify", log_dir)["clean"]
     damage_salvage(pdir, count - 1, step)
+    moved_from = str(((count - 1) // 2 + 1) * step)
+    floor = min(
+        (warm_child("floor", log_dir, log, moved_from) for _ in range(runs)),
+        key=lambda r: r["seconds"],
+    )
     salvage_runs, undo_runs = [], []
     for _ in range(runs):
         result = warm_child("salvage", log_dir)
@@ -239,6 +255,7 @@ def measure(root: str, size: int, batch_bytes: int, runs: int) -> dict:
         "validate": validate,
         "verify": verify,
         "kafka": kafka,
+        "floor": floor,
         "salvage": salvage,
         "undo_salvage": undo_salvage,
         "cut": cut,
@@ -334,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = [
         ("bare walk (LogScan.validate)", full["validate"], None),
         ("kafka repair: torn tail + index", full["kafka"], 0.7),
+        ("floor: verify + copy of moved half", full["floor"], None),
         ("salvage: corrupt batch mid-segment", full["salvage"], 0.5),
         ("undo of the salvage", full["undo_salvage"], None),
         ("point-in-time: cut before it", full["cut"], 0.5),
@@ -351,6 +369,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<36} {speed(r, n):8.0f} MiB/s  {ratio:5.2f}x   {wall:8.0f} MiB/s  "
             f"{wall / wall_base:5.2f}x{mark}"
         )
+    print(
+        f"salvage against its floor (same run): {speed(full['salvage'], n) / speed(full['floor'], n):.2f}x"
+    )
     print(
         f"peak RSS, kafka repair: {full['kafka']['rss_kib'] / 1024:.0f} MiB at {n / MiB:.0f} MiB, "
         f"{small['kafka']['rss_kib'] / 1024:.0f} MiB at {small['bytes'] / MiB:.0f} MiB; "
