@@ -86,6 +86,9 @@ def _sendfile(src: int, position: int, length: int, dest: int, dest_position: in
 _DIRECT_MIN = 1 << 20
 """A copy from this size up writes its whole blocks with O_DIRECT (`_direct_write`)."""
 _DIRECT_CHUNK = 4 << 20
+# (Linux's; elsewhere a large copy is the kernel's, and a read that of the page cache)
+_O_DIRECT = getattr(os, "O_DIRECT", 0)
+_NOWAIT = getattr(os, "RWF_NOWAIT", 0)
 
 
 def _direct_write(src: OsFile, position: int, length: int, dest: OsFile, dest_position: int) -> int:
@@ -100,11 +103,11 @@ def _direct_write(src: OsFile, position: int, length: int, dest: OsFile, dest_po
     copy costs the reading and the device's time, and leaves the cache to the broker's files."""
     align = _direct_alignment(dest._fd)
     length -= length % align
-    if length <= 0:
+    if length <= 0 or not _O_DIRECT:
         return 0
     flags = fcntl.fcntl(dest._fd, fcntl.F_GETFL)
     try:
-        fcntl.fcntl(dest._fd, fcntl.F_SETFL, flags | os.O_DIRECT)
+        fcntl.fcntl(dest._fd, fcntl.F_SETFL, flags | _O_DIRECT)
     except OSError as e:
         if e.errno in _NOT_THIS_WAY:
             return 0
@@ -154,8 +157,10 @@ def _read_around_cache(src: OsFile, position: int, view: memoryview) -> int:
     place, so that bytes the cache does not hold (an undo's source, itself written around it) are
     not brought into it: a cold read through the cache costs its pages as a write does. Where
     the file system refuses either, as `read_into`."""
+    if not _NOWAIT:
+        return src.read_into(position, view)
     try:
-        got = os.preadv(src._fd, [view], position, os.RWF_NOWAIT)
+        got = os.preadv(src._fd, [view], position, _NOWAIT)
     except BlockingIOError:  # (EAGAIN: not one byte of it in the cache)
         got = 0
     except OSError as e:
@@ -172,7 +177,7 @@ def _read_around_cache(src: OsFile, position: int, view: memoryview) -> int:
     flags = fcntl.fcntl(src._fd, fcntl.F_GETFL)
     n = 0
     try:
-        fcntl.fcntl(src._fd, fcntl.F_SETFL, flags | os.O_DIRECT)
+        fcntl.fcntl(src._fd, fcntl.F_SETFL, flags | _O_DIRECT)
         while n < end:
             k = os.preadv(src._fd, [scratch[n:]], start - lead + n)
             n += max(k, 0)
