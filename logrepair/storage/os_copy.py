@@ -156,11 +156,21 @@ def _read_around_cache(src: OsFile, position: int, view: memoryview) -> int:
     holds (`RWF_NOWAIT`), then the rest with O_DIRECT into a second aligned buffer and moved into
     place, so that bytes the cache does not hold (an undo's source, itself written around it) are
     not brought into it: a cold read through the cache costs its pages as a write does. Where
-    the file system refuses either, as `read_into`."""
+    the file system refuses either, as `read_into`.
+
+    A read with `RWF_NOWAIT` that misses still starts the kernel's read-ahead of what it asked
+    for (and, sequential, of more): so one byte asks first, with read-ahead off on the file
+    (`POSIX_FADV_RANDOM`, for the while), and a miss costs the cache one page."""
     if not _NOWAIT:
         return src.read_into(position, view)
     try:
-        got = os.preadv(src._fd, [view], position, _NOWAIT)
+        os.posix_fadvise(src._fd, 0, 0, os.POSIX_FADV_RANDOM)
+        try:
+            got = os.preadv(src._fd, [view[:1]], position, _NOWAIT)
+            if got:
+                got = os.preadv(src._fd, [view], position, _NOWAIT)
+        finally:
+            os.posix_fadvise(src._fd, 0, 0, os.POSIX_FADV_NORMAL)
     except BlockingIOError:  # (EAGAIN: not one byte of it in the cache)
         got = 0
     except OSError as e:
