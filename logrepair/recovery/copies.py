@@ -5,8 +5,8 @@ copy into the quarantine skips every all-zero block it would write and sets the 
 so on a filesystem with holes a zero run costs no space in the quarantine, and reads back as the
 same zeros. The batches a segment keeps (a split, a cut of a linked file, healed pieces) are copied
 whole. Either way the bytes written go by `DiskFile.copy_to`: a reflink, else, from 1 MiB up, whole
-blocks written with O_DIRECT (new page-cache pages cost a copy three times the reading of its
-bytes), else `copy_file_range`.
+blocks written with O_DIRECT (a copy through the page cache costs three times the CPU), else
+`copy_file_range`.
 """
 
 from __future__ import annotations
@@ -80,8 +80,8 @@ def copy_span(
             n = fin.copy_to(position + done, min(KERNEL_CHUNK, length - done), fout, out + done)
         else:
             n = fin.read_into(position + done, view[: min(len(view), length - done)])
-            # the runs of blocks that are not all zeros, copied as any kept bytes are (the
-            # page cache costs a write of them three times their reading; copy_to avoids it)
+            # the runs of blocks that are not all zeros, copied as any kept bytes are (around
+            # the page cache, which would cost three times the CPU)
             for at, end in nonzero_runs(out + done, view[:n]):
                 copied = fin.copy_to(position + done + at, end - at, fout, out + done + at)
                 if copied < end - at:  # (the source shrank since it was read)

@@ -98,9 +98,9 @@ def _direct_write(src: OsFile, position: int, length: int, dest: OsFile, dest_po
     refuses O_DIRECT; short at the end of `src`: the last partial block is the caller's).
 
     Why not the kernel copy: a segment's kept bytes are new pages for the page cache to allocate,
-    dirty, write back at the fsync and keep, and on ext4 that costs three times the reading of the
-    same bytes (0.30 against 0.10 CPU seconds per half GiB, fsync included); written around it, a
-    copy costs the reading and the device's time, and leaves the cache to the broker's files."""
+    dirty, write back at the fsync and keep, and on ext4 that costs three times the CPU of this
+    copy (0.30 against 0.10 s per half GiB, fsync included), which costs the reading and the
+    device's time, and leaves the cache to the broker's files."""
     align = _direct_alignment(dest._fd)
     length -= length % align
     if length <= 0 or not _O_DIRECT:

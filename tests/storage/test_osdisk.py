@@ -110,7 +110,7 @@ def test_large_copy_writes_its_whole_blocks_around_the_page_cache(
     disk: OsDisk, root: str, monkeypatch
 ) -> None:
     """From 1 MiB up, the whole blocks of the destination are written with O_DIRECT (the page
-    cache would cost three times the reading: README, "Performance"), the edge blocks in the
+    cache would cost three times the CPU: README, "Performance"), the edge blocks in the
     kernel, and the bytes around the range, the file's flags and its length stay as they were."""
     if not _has_o_direct(root):
         pytest.skip("this file system refuses O_DIRECT")
