@@ -18,9 +18,6 @@ from ..storage.disk import Disk, DiskFile, parent_of
 from ..storage.layout import LOG_SUFFIX
 
 COPY_CHUNK = 8 * 1024 * 1024
-ZERO_BLOCK = 64 * 1024
-"""Zero runs are left as holes in blocks of this size, aligned in the destination file."""
-_ZEROS = bytes(ZERO_BLOCK)
 KERNEL_CHUNK = 64 * 1024 * 1024
 """A kernel copy asks again where the source's data is after this many bytes."""
 
@@ -44,17 +41,16 @@ def copy_pieces(
 ) -> None:
     """The `(file, position, length)` ranges, one after another, in a new file `dst`, fsynced.
 
-    `sparse`: what the quarantine keeps (a removed tail, a replaced file), read through one reused
-    buffer, so a 1 GiB tail costs 8 MiB of memory, with zero blocks left as holes. Otherwise the
-    bytes are batches a segment keeps, copied whole. Holes in a source stay holes either way."""
+    `sparse`: what the quarantine keeps (a removed tail, a replaced file), with its whole zero
+    blocks left as holes. Otherwise the bytes are batches a segment keeps, copied whole. Holes in
+    a source stay holes either way."""
     total = sum(length for _, _, length in pieces)
-    buf = bytearray(min(COPY_CHUNK, max(total, 1))) if sparse else None
     with disk.open(dst, create=True) as fout:
         fout.truncate(0)
         out = 0
         for src, position, length in pieces:
             with disk.open(src) as fin:
-                if copy_span(fin, position, length, fout, out, buf) < length:
+                if copy_span(fin, position, length, fout, out, sparse) < length:
                     raise OSError(errno.EIO, f"{src} ended at {fin.size()} while copying")
             out += length
         fout.truncate(total)  # the length, with any trailing zero run as a hole
@@ -62,64 +58,25 @@ def copy_pieces(
 
 
 def copy_span(
-    fin: DiskFile, position: int, length: int, fout: DiskFile, out: int, buf: bytearray | None
+    fin: DiskFile, position: int, length: int, fout: DiskFile, out: int, sparse: bool
 ) -> int:
-    """Copies `length` bytes of `fin` from `position` to `fout` at `out`, leaving the source's
-    holes unwritten (the caller makes sure they read as zeros: a new file, or a range past the
-    end, set by a final `truncate`), by `DiskFile.copy_to`; with `buf`, the bytes are read into
-    it first and its whole zero blocks (aligned in `fout`) are left unwritten too. Returns the
-    count covered, short only where `fin` ends."""
-    view = None if buf is None else memoryview(buf)
+    """Copies `length` bytes of `fin` from `position` to `fout` at `out` by `DiskFile.copy_to`,
+    leaving the source's holes unwritten, and with `sparse` its whole zero blocks too (the caller
+    makes sure they read as zeros: a new file, or a range past the end, set by a final
+    `truncate`). Returns the count covered, short only where `fin` ends."""
     done = 0
     while done < length:
         hole = min(length, fin.data_from(position + done) - position) - done
         if hole > 0:  # a hole in the source stays one
             done += hole
             continue
-        if view is None:
-            n = fin.copy_to(position + done, min(KERNEL_CHUNK, length - done), fout, out + done)
-        else:
-            n = fin.read_into(position + done, view[: min(len(view), length - done)])
-            # the runs of blocks that are not all zeros, copied as any kept bytes are (around
-            # the page cache, which would cost three times the CPU)
-            for at, end in nonzero_runs(out + done, view[:n]):
-                copied = fin.copy_to(position + done + at, end - at, fout, out + done + at)
-                if copied < end - at:  # (the source shrank since it was read)
-                    return done + at + copied
+        n = fin.copy_to(
+            position + done, min(KERNEL_CHUNK, length - done), fout, out + done, sparse=sparse
+        )
         if n <= 0:
             break
         done += n
     return done
-
-
-def nonzero_runs(position: int, data: memoryview) -> list[tuple[int, int]]:
-    """The `[start, end)` ranges of `data` to write at `position` of a file: everything but the
-    whole zero blocks (aligned in the file) it holds, which a sparse copy leaves unwritten."""
-    runs = []
-    at = 0
-    end = len(data)
-    while at < end:
-        block_end = min(end, at + ZERO_BLOCK - (position + at) % ZERO_BLOCK)
-        run_end = at
-        while run_end < end:
-            nxt = min(end, run_end + ZERO_BLOCK - (position + run_end) % ZERO_BLOCK)
-            if not _is_zero(data[run_end:nxt]):
-                run_end = nxt
-            else:
-                break
-        if run_end > at:
-            runs.append((at, run_end))
-            at = run_end
-        else:
-            at = block_end
-    return runs
-
-
-def _is_zero(block: memoryview) -> bool:
-    # One byte in 509 first (a batch of mostly zero values has a non-zero byte among them); then
-    # the whole block as bytes, which compare with memcmp (a memoryview compares element by
-    # element, 25x slower).
-    return not any(block[::509]) and block.tobytes() == _ZEROS[: len(block)]
 
 
 def move_file(disk: Disk, src: str, dst: str) -> None:

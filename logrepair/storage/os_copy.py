@@ -16,19 +16,25 @@ import struct
 import threading
 from typing import TYPE_CHECKING
 
-from .disk import DiskFile
+from .disk import DiskFile, nonzero_runs
 
 if TYPE_CHECKING:
     from .osdisk import OsFile
 
 
-def copy(src: OsFile, position: int, length: int, dest: OsFile, dest_position: int) -> int:
+def copy(
+    src: OsFile, position: int, length: int, dest: OsFile, dest_position: int, sparse: bool
+) -> int:
     """A reflink (`FICLONERANGE`) of the block-aligned middle where the file system shares
     blocks between files and both ranges sit alike in their blocks; the rest, from 1 MiB up,
-    written around the page cache (`direct_write`) but for the edge blocks; those and any
-    smaller copy in the kernel (`_kernel_copy`)."""
+    written around the page cache (`_direct_write`) but for the edge blocks; those and any
+    smaller copy in the kernel (`_kernel_copy`). `sparse` (`DiskFile.copy_to`): no reflink, and
+    the edges and small copies through the buffered default, which leaves zero blocks unwritten."""
+    edge = _sparse_copy if sparse else _kernel_copy
     done = 0
-    middle = _aligned_middle(position, length, dest_position, _block_size(dest._fd))
+    middle = (
+        None if sparse else _aligned_middle(position, length, dest_position, _block_size(dest._fd))
+    )
     if middle is not None:
         start, end = middle
         done = _kernel_copy(src, position, start - position, dest, dest_position)
@@ -37,11 +43,17 @@ def copy(src: OsFile, position: int, length: int, dest: OsFile, dest_position: i
     if length - done >= _DIRECT_MIN:
         # the head up to a block boundary of `dest` through the page cache, then whole blocks
         head = -(dest_position + done) % _direct_alignment(dest._fd)
-        n = _kernel_copy(src, position + done, head, dest, dest_position + done)
+        n = edge(src, position + done, head, dest, dest_position + done)
         done += n
         if n == head:
-            done += _direct_write(src, position + done, length - done, dest, dest_position + done)
-    return done + _kernel_copy(src, position + done, length - done, dest, dest_position + done)
+            done += _direct_write(
+                src, position + done, length - done, dest, dest_position + done, sparse
+            )
+    return done + edge(src, position + done, length - done, dest, dest_position + done)
+
+
+def _sparse_copy(src: OsFile, position: int, length: int, dest: OsFile, dest_position: int) -> int:
+    return DiskFile.copy_to(src, position, length, dest, dest_position, sparse=True)
 
 
 def _kernel_copy(src: OsFile, position: int, length: int, dest: OsFile, dest_position: int) -> int:
@@ -91,11 +103,14 @@ _O_DIRECT = getattr(os, "O_DIRECT", 0)
 _NOWAIT = getattr(os, "RWF_NOWAIT", 0)
 
 
-def _direct_write(src: OsFile, position: int, length: int, dest: OsFile, dest_position: int) -> int:
+def _direct_write(
+    src: OsFile, position: int, length: int, dest: OsFile, dest_position: int, sparse: bool
+) -> int:
     """Writes the whole blocks of `length` bytes of `src` (read through one aligned buffer,
     `_read_around_cache`) to `dest` at the block-aligned `dest_position` with O_DIRECT, set on
     `dest`'s own descriptor for the while; returns the count written (0 where the file system
-    refuses O_DIRECT; short at the end of `src`: the last partial block is the caller's).
+    refuses O_DIRECT; short at the end of `src`: the last partial block is the caller's). With
+    `sparse`, its whole zero blocks are left unwritten (`DiskFile.copy_to`).
 
     Why not the kernel copy: a segment's kept bytes are new pages for the page cache to allocate,
     dirty, write back at the fsync and keep, and on ext4 that costs three times the CPU of this
@@ -119,23 +134,35 @@ def _direct_write(src: OsFile, position: int, length: int, dest: OsFile, dest_po
             want = min(len(view), length - done)
             got = _read_around_cache(src, position + done, view[:want])
             whole = got - got % align
-            written = 0
-            try:
-                while written < whole:
-                    n = os.pwrite(dest._fd, view[written:whole], dest_position + done + written)
-                    if n <= 0 or n % align:
-                        break
-                    written += n
-            except OSError as e:
-                if e.errno not in _NOT_THIS_WAY:
-                    raise type(e)(e.errno, e.strerror, dest.path) from None
-            done += written
-            if written < want:
+            runs = nonzero_runs(dest_position + done, view[:whole]) if sparse else [(0, whole)]
+            written = _write_runs(dest, view, runs, dest_position + done, align)
+            done += whole if written is None else written
+            if written is not None or whole < want:
                 break  # the end of `src`, or a refusal: the caller copies the rest another way
     finally:
         view.release()
         fcntl.fcntl(dest._fd, fcntl.F_SETFL, flags)
     return done
+
+
+def _write_runs(
+    dest: OsFile, view: memoryview, runs: list[tuple[int, int]], at: int, align: int
+) -> int | None:
+    """Writes the `[start, end)` runs of `view` at `at + start` of `dest` (O_DIRECT); None when
+    all were written, else how far into `view` the writing got (a refusal: EINVAL and the like)."""
+    for start, end in runs:
+        written = start
+        try:
+            while written < end:
+                n = os.pwrite(dest._fd, view[written:end], at + written)
+                if n <= 0 or n % align:
+                    return written + max(n, 0) - max(n, 0) % align
+                written += n
+        except OSError as e:
+            if e.errno not in _NOT_THIS_WAY:
+                raise type(e)(e.errno, e.strerror, dest.path) from None
+            return written
+    return None
 
 
 _direct_buffers = threading.local()

@@ -121,15 +121,17 @@ class OsFile(DiskFile):
         with _PathErrors(self.path, descriptor=True):
             os.fsync(self._fd)
 
-    def copy_to(self, position: int, length: int, dest: DiskFile, dest_position: int) -> int:
+    def copy_to(
+        self, position: int, length: int, dest: DiskFile, dest_position: int, *, sparse=False
+    ) -> int:
         """A reflink where the file system shares blocks, large copies written around the page
         cache, the rest in the kernel (`os_copy.copy`); through a buffer to another kind of file."""
         _check_position(position, self.path)
         _check_position(dest_position, dest.path)
         if not isinstance(dest, OsFile):
-            return super().copy_to(position, length, dest, dest_position)
+            return super().copy_to(position, length, dest, dest_position, sparse=sparse)
         dest._require_writable()
-        return os_copy.copy(self, position, length, dest, dest_position)
+        return os_copy.copy(self, position, length, dest, dest_position, sparse)
 
     def data_from(self, position: int) -> int:
         _check_position(position, self.path)

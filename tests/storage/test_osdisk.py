@@ -139,6 +139,20 @@ def test_large_copy_writes_its_whole_blocks_around_the_page_cache(
     assert seen["buffered"] == 0
 
 
+def test_large_sparse_copy_leaves_its_zero_blocks_as_holes(disk: OsDisk, root: str) -> None:
+    """A quarantine's saved tail: written around the cache, its zero blocks unwritten."""
+    data = os.urandom(1 << 20) + bytes(2 << 20) + os.urandom(5000) + bytes(1 << 20)
+    src, dst = join(root, "src"), join(root, "dst")
+    with open(src, "wb") as f:
+        f.write(data)
+    with disk.open(src) as fin, disk.open(dst, create=True) as fout:
+        assert fin.copy_to(1, len(data) - 1, fout, 0, sparse=True) == len(data) - 1
+        fout.truncate(len(data) - 1)
+    with open(dst, "rb") as f:
+        assert f.read() == data[1:]
+    assert os.stat(dst).st_blocks * 512 < (1 << 20) + 5000 + 3 * 65_536
+
+
 @pytest.mark.parametrize("cached", ["none", "half"])
 def test_large_copy_reads_what_the_cache_lacks_around_it(
     disk: OsDisk, root: str, monkeypatch, cached: str
