@@ -96,18 +96,19 @@ class OsFile(DiskFile):
         return total
 
     def read_ahead(self, position: int, buffer: memoryview) -> Future[int]:
-        """What the page cache holds now is read at once (`RWF_NOWAIT`: a warm file costs no
-        thread); the rest on a reader thread of this file's own, started when first needed:
-        `os.preadv` releases the interpreter's lock, so the disk works while the caller checks
-        the window before this one."""
+        """While the page cache holds the whole read, it is read at once (`RWF_NOWAIT`: a warm
+        file costs no thread). From the first read it does not, this file's reads ahead all go
+        to a reader thread of its own: `os.preadv` releases the interpreter's lock, so the disk
+        and the copy out of the page cache work while the caller checks the window before."""
         _check_position(position, self.path)
         view = memoryview(buffer).cast("B")
-        cached = self._read_cached(position, view)
-        if cached == len(view):
-            done: Future[int] = Future()
-            done.set_result(cached)
-            return done
+        cached = 0
         if self._reader is None:
+            cached = self._read_cached(position, view)
+            if cached == len(view):
+                done: Future[int] = Future()
+                done.set_result(cached)
+                return done
             self._reader = ThreadPoolExecutor(1, thread_name_prefix="logrepair-read-ahead")
         return self._reader.submit(self._read_rest, position, view, cached)
 
@@ -117,9 +118,8 @@ class OsFile(DiskFile):
         if _NOWAIT is None:
             return 0
         try:
-            with _PathErrors(self.path, descriptor=True):
-                return os.preadv(self._fd, [view], position, _NOWAIT)
-        except (BlockingIOError, OSError):  # (EAGAIN: not cached; EOPNOTSUPP: not here)
+            return os.preadv(self._fd, [view], position, _NOWAIT)
+        except OSError:  # (EAGAIN: not cached; EOPNOTSUPP: not here; a real error: the thread's)
             return 0
 
     def _read_rest(self, position: int, view: memoryview, done: int) -> int:
