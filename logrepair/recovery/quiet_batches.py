@@ -10,6 +10,7 @@ are exactly those of the batch-by-batch pass; only the number of Python steps ch
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING
 
 from ..format.batch_runs import NONE, quiet_run
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from .strict_reading import StrictReading
 
 _NOTHING = (0, 0, 0)
+_LENGTH = struct.Struct(">i").unpack_from
 _EMPTY = b""
 _MOST_BATCHES = 1024
 """Batches one call takes at most: its points (24 bytes a batch, 24 KiB here) are bounded by this
@@ -52,6 +54,8 @@ class QuietBatches:
         max_length: int,
         floor: int,
     ) -> tuple[int, int, int]:
+        if pos + 12 + _LENGTH(buf, pos + 8)[0] > limit:
+            return _NOTHING  # (the batch there runs past the window: the walker reads on)
         strict, kafka = self.strict, self.kafka
         seg = strict.seg
         limits = strict.quiet_limits()
