@@ -125,7 +125,9 @@ class LogScan:
             open_damage = walker.open_damage
             if walker.done:
                 break
-            view = windows.next(self.position, self._least(walker, windows))
+            least = self._least(walker, windows)
+            del walker, view  # (a buffer that grows for a big batch is freed first)
+            view = windows.next(self.position, least)
 
     def _least(self, walker: Walker, windows: Windows) -> int:
         """The bytes from where the walk stopped that the next window must hold: what the walker

@@ -7,10 +7,12 @@ other (on `OsFile`'s reader thread). The walker stops before the first batch tha
 so the next window starts there: those carried bytes are copied in front of the bytes read ahead,
 into the room the read left at the start of the buffer, and the two buffers swap.
 
-A batch that does not fit that room (larger than a quarter of the window), or one the walker
-needs more of than was read, gets a buffer of its size, which is kept (the scan's peak memory is
-that batch either way). Every read, ahead or not, goes through the Disk: the simulator sees and
-faults each, and an error of a read ahead is raised when the scan takes that window.
+A batch that does not fit that room (a quarter of a buffer), or one the walker needs more of than
+was read, is read again from where the walk stopped, into the larger buffer, grown to the batch's
+size where it is smaller and kept (the scan's peak memory is that batch either way); the spare
+buffer then gets room for such a batch, up to half a window. Every read, ahead or not, goes
+through the Disk: the simulator sees and faults each, and an error of a read ahead is raised when
+the scan takes that window.
 """
 
 from __future__ import annotations
@@ -52,26 +54,32 @@ class Windows:
 
     def next(self, position: int, least: int) -> memoryview:
         """The window from `position` (where the walk stopped, in the current window or at its
-        end), holding at least `least` bytes where the file has them."""
+        end), holding at least `least` bytes where the file has them. The caller holds no view of
+        the current window any more (a buffer that must grow is freed first)."""
         end = self.start + self.length
         carry = end - position
         got = self._take_ahead(end)
         size = max(carry + got, min(least, self.file_size - position))
         spare, at = self._spare, self._ahead_at
-        source = memoryview(self._buf)[self._at + self.length - carry : self._at + self.length]
         if got and spare is not None and carry <= at and at - carry + size <= len(spare):
-            spare[at - carry : at] = source  # (the usual case: the carry fits before the read)
+            # The usual case: the carry goes into the room before the bytes read ahead.
+            start = self._at + self.length - carry
+            spare[at - carry : at] = memoryview(self._buf)[start : start + carry]
             self._buf, self._spare, self._at = spare, self._buf, at - carry
+            filled = carry + got
         else:
-            grown = bytearray(max(size, carry + self._read, self._half))
-            grown[:carry] = source
-            if got:
-                grown[carry : carry + got] = memoryview(spare)[at : at + got]
-            if spare is None or len(self._buf) >= len(spare):
-                self._spare = self._buf  # (the larger of the two old buffers is kept)
-            self._buf, self._at = grown, 0
-        filled = carry + got
-        if filled < size:  # more than was read ahead: the rest now
+            # A batch larger than that room, or one the walker needs more of than was read: this
+            # window is read again, in one buffer that holds it (as a scan without read ahead
+            # reads), and the spare gets room for such a batch next time, up to half a window.
+            if spare is not None and len(spare) > len(self._buf):
+                self._buf, self._spare = spare, self._buf  # (the larger of the two)
+            if self._spare is not None and carry > at and carry <= self._half:
+                self._spare = bytearray(carry + self._read)
+            if len(self._buf) < size:
+                self._buf = bytearray()
+                self._buf = bytearray(size)
+            self._at = filled = 0
+        if filled < size:  # (what was not read ahead, now)
             view = memoryview(self._buf)[self._at + filled : self._at + size]
             n = self.file.read_into(position + filled, view)
             if n < size - filled:
