@@ -28,11 +28,12 @@ from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout, osdisk
 from logrepair.storage.osdisk import OsDisk
-from logrepair.storage.scan import LogScan
+from logrepair.storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
 from simulator.disk import DiskImage, IoFault, SimDisk
 
+from ..format.test_walker_mutation import mutated
 from ..recovery.builders import batch, write_segment
-from .test_scan import make_log, summary, write
+from .test_scan import exact, make_log, summary, write
 
 LOG = "/data/t-0/" + layout.log_file_name(0)
 
@@ -76,6 +77,20 @@ def test_a_scan_on_the_reader_thread_equals_one_walk(
         assert summary(scan) == summary(whole)
     assert (scan.position, scan.batches) == (whole.position, whole.batches)
     assert not readers()  # (joined when the file closed)
+
+
+@given(mutated(), st.integers(1, 700), st.booleans())
+def test_a_scan_of_damaged_files_on_the_reader_thread_equals_one_walk(
+    tmp_path_factory, data, window, resync
+) -> None:
+    """Damaged regions across windows (resync carries them on), the walker stuck before a
+    length it cannot frame (the window doubles): what one walk over the whole file says."""
+    path = write(tmp_path_factory.mktemp("damaged"), data)
+    whole = Walker(data, resync=resync, max_batch_size=DEFAULT_MAX_BATCH_SIZE)
+    with reader_thread():
+        scan = LogScan(OsDisk(), path, window_size=window, resync=resync)
+        assert exact(scan) == exact(whole)
+    assert (scan.position, scan.batches) == (whole.position, whole.batches)
 
 
 def test_a_batch_larger_than_the_room_before_a_read_gets_a_buffer_of_its_own(tmp_path) -> None:
