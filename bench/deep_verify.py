@@ -155,8 +155,12 @@ def main(argv: list[str] | None = None) -> int:
         size = count * step
         records = count * max(1, args.batch_bytes // 220)
         whole_file_crc(log)  # warm the page cache
-        shallow = min(_cpu(lambda: scan_path(disk, pdir, Settings())) for _ in range(args.runs))
-        floor = min(_cpu(lambda: whole_file_crc(log)) for _ in range(args.runs))
+        # (interleaved, so a change in the machine's load falls on both)
+        shallow_runs, floor_runs = [], []
+        for _ in range(args.runs):
+            shallow_runs.append(_cpu(lambda: scan_path(disk, pdir, Settings())))
+            floor_runs.append(_cpu(lambda: whole_file_crc(log)))
+        shallow, floor = min(shallow_runs), min(floor_runs)
         print(
             f"warm: whole-file CRC loop {floor:.3f} s CPU, shallow verify {shallow:.3f} s: "
             f"{floor / shallow:.2f}x the loop ({size / MiB / shallow:.0f} MiB/s, best of "
