@@ -96,19 +96,20 @@ class OsFile(DiskFile):
         return total
 
     def read_ahead(self, position: int, buffer: memoryview) -> Future[int]:
-        """While the page cache holds the whole read, it is read at once (`RWF_NOWAIT`: a warm
-        file costs no thread). From the first read it does not, this file's reads ahead all go
-        to a reader thread of its own: `os.preadv` releases the interpreter's lock, so the disk
-        and the copy out of the page cache work while the caller checks the window before."""
+        """What the page cache holds now is read at once (`RWF_NOWAIT`: a warm file, or one the
+        kernel's own read ahead keeps up with, costs no thread and no hand-over); the rest on a
+        reader thread of this file's own, started when first needed: `os.preadv` releases the
+        interpreter's lock, so the disk works while the caller checks the window before this.
+        (Handing every read to the thread from the first miss on cost more CPU and, under load,
+        more wall time: each hand-over waits for the scheduler twice.)"""
         _check_position(position, self.path)
         view = memoryview(buffer).cast("B")
-        cached = 0
+        cached = self._read_cached(position, view)
+        if cached == len(view):
+            done: Future[int] = Future()
+            done.set_result(cached)
+            return done
         if self._reader is None:
-            cached = self._read_cached(position, view)
-            if cached == len(view):
-                done: Future[int] = Future()
-                done.set_result(cached)
-                return done
             self._reader = ThreadPoolExecutor(1, thread_name_prefix="logrepair-read-ahead")
         return self._reader.submit(self._read_rest, position, view, cached)
 
