@@ -131,12 +131,14 @@ class SegmentTally:
         """Runs over the whole file read at once into this thread's scratch buffer, when it fits
         a scan window (most segments): no window, no walker, no buffer to allocate and zero.
         None when they took every byte; else (position, next offset) where the scan goes on."""
+        size = self.summary.task.size
+        if size >= DEFAULT_WINDOW_SIZE:
+            return 0, None
+        view = _scratch(size + 1)  # (one byte more: a file grown since it was listed shows)
         with disk.open(self.summary.task.file) as f:
-            size = f.size()
-            if size > DEFAULT_WINDOW_SIZE:
-                return 0, None
-            view = _scratch(size)
             got = f.read_into(0, view)
+        if got > size:
+            return 0, None  # the windowed scan reads it as it is now
         pos, floor, expected = 0, -INT64_MAX - 1, None
         while True:
             n, end, last = self.run(view, pos, got, 0, _MAX_LENGTH, floor)
@@ -144,7 +146,7 @@ class SegmentTally:
                 break
             pos, expected = end, last + 1
             floor = expected
-        return None if pos == got == size else (pos, expected)
+        return None if pos == got else (pos, expected)
 
     def run(
         self, buf: memoryview, pos: int, limit: int, file_position: int, max_length: int, floor: int

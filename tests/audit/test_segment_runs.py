@@ -34,12 +34,14 @@ INT_MAX = 2**31 - 1
     digests=st.booleans(),
     details=st.booleans(),
     near_cut=st.booleans(),
+    listed=st.sampled_from([0, 0, 0, -1, 1, 100]),
 )
 def test_runs_tally_what_one_batch_at_a_time_does(
-    tmp_path_factory, log, shift, recovery_point, digests, details, near_cut
+    tmp_path_factory, log, shift, recovery_point, digests, details, near_cut, listed
 ):
     """Valid, damaged and legacy bytes; batches the segment's name cannot hold (below its base,
-    past its int32 relative offsets); recovery points before, inside and after the data."""
+    past its int32 relative offsets); recovery points before, inside and after the data; a file
+    that grew or shrank since it was listed (`listed`: its listed size minus its size)."""
     raw, first = log
     base = max(0, first + shift)
     if near_cut and recovery_point is not None:
@@ -48,7 +50,8 @@ def test_runs_tally_what_one_batch_at_a_time_does(
     path = os.path.join(folder, layout.log_file_name(base))
     with open(path, "wb") as f:
         f.write(raw)
-    task = SegmentTask(str(folder), str(folder), "t", 0, path, base, len(raw), 0)
+    size = max(0, len(raw) + listed)
+    task = SegmentTask(str(folder), str(folder), "t", 0, path, base, size, 0)
     options = {"details": details, "digests": digests, "recovery_point": recovery_point}
     try:
         runs = summarize_segment(DISK, task, **options)
