@@ -14,7 +14,7 @@ from array import array
 
 from ..decoders.consumer_offsets import OffsetCommit, decode_offsets_record
 from ..decoders.schema import DecodeError
-from ..format.batch import LOG_OVERHEAD
+from ..format.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from ..format.control import ControlType
 from ..format.errors import Defect, FormatError
 from ..format.summary_runs import DETAIL_FIELDS, DIGEST_FIELDS, NONE, summary_run
@@ -140,7 +140,7 @@ class SegmentTally:
         if got > size:
             return 0, None  # the windowed scan reads it as it is now
         pos, floor, expected = 0, -INT64_MAX - 1, None
-        while True:
+        while pos + RECORD_BATCH_OVERHEAD <= got:  # (a smaller tail: the windowed scan names it)
             n, end, last = self.run(view, pos, got, 0, _MAX_LENGTH, floor)
             if not n:
                 break

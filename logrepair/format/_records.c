@@ -1028,6 +1028,8 @@ summary_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
             count > delta + 1 || base < floor || (__int128)base + delta > max_last ||
             crc32c(b + 21, size - 21) != crc)
             break;
+        if (epoch > top_epoch && epoch_base != NONE_VALUE)
+            break; /* a second rise: the next call reports it */
         int64_t position = fp + pos;
         last = base + delta;
         if (n == 0)
@@ -1041,18 +1043,14 @@ summary_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         n++;
         floor = last + 1;
         pos = end;
-        int stop = 0;
         if (epoch > top_epoch) {
             top_epoch = epoch;
             epoch_base = base;
-            stop = 1;
         }
         if (last >= cut_from) {
             cut_position = position;
-            stop = 1;
+            cut_from = INT64_MAX;
         }
-        if (stop)
-            break;
     }
     Py_END_ALLOW_THREADS
     /* The columns close up: n of each, one after the other. */

@@ -8,8 +8,9 @@ would take as valid on its fast path (a whole v2 batch whose framing, counts and
 base offset at or above `floor`) and that the segment can hold (last offset at most `max_last`),
 and returns what they add up to. It stops before the first batch that needs a closer look
 (damage, a legacy entry, a misplaced batch, the end of the buffer), which the walker then yields
-one at a time, and just after a batch whose leader epoch rises above `top_epoch` or whose last
-offset reaches `cut_from`, so each call reports at most one of each.
+one at a time. It reports the first batch whose last offset reaches `cut_from` and the first whose
+leader epoch rises above `top_epoch`, and stops before a batch that would raise it again, so each
+call reports at most one rise (one call takes a segment of one leader's batches).
 
 The C accelerator (`logrepair.format._records.summary_run`) does the same in one pass with the
 interpreter's lock released; `summary_run_python` here is the reference, and a property test holds
@@ -46,6 +47,7 @@ DETAIL_FIELDS = ("size", "leader_epoch", "max_timestamp", "producer_id")
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, lastOffsetDelta, maxTimestamp,
 # producerId, recordsCount
 _FIELDS = struct.Struct(">qiibI2xi8xqq6xi")
+_INT64_MAX = 2**63 - 1
 
 
 def summary_run_python(
@@ -84,6 +86,8 @@ def summary_run_python(
             or crc32c(mv[pos + 21 : end]) != crc
         ):
             break
+        if epoch > top_epoch and epoch_base != NONE:
+            break  # a second rise: the next call reports it
         last = base + delta
         position = file_position + pos
         if n == 0:
@@ -94,13 +98,10 @@ def summary_run_python(
             column.append(value)
         floor = last + 1
         pos = end
-        stop = False
         if epoch > top_epoch:
-            top_epoch, epoch_base, stop = epoch, base, True
+            top_epoch, epoch_base = epoch, base
         if last >= cut_from:
-            cut_position, stop = position, True
-        if stop:
-            break
+            cut_position, cut_from = position, _INT64_MAX
     return (
         n,
         pos if n else start,

@@ -114,7 +114,6 @@ def test_runs_take_exactly_the_walkers_valid_v2_batches(accelerated, log, keep, 
         )
         if not n:
             break
-        assert cut == NONE
         if epoch_base != NONE:
             assert top > top_epoch
             top_epoch = top
@@ -139,7 +138,7 @@ def test_runs_take_exactly_the_walkers_valid_v2_batches(accelerated, log, keep, 
 
 
 @pytest.mark.parametrize("accelerated", [False, True])
-def test_a_run_stops_after_the_batch_that_raises_the_epoch_or_reaches_the_cut(accelerated):
+def test_a_run_reports_the_cut_and_one_epoch_rise_and_stops_before_a_second(accelerated):
     if accelerated and _records is None:
         pytest.skip("the C accelerator is not built")
     run = _records.summary_run if accelerated else summary_run_python
@@ -147,24 +146,24 @@ def test_a_run_stops_after_the_batch_that_raises_the_epoch_or_reaches_the_cut(ac
     ends = [0]
     while ends[-1] < len(raw):
         ends.append(ends[-1] + 12 + struct.unpack_from(">i", raw, ends[-1] + 8)[0])
-    bumped = bytearray(raw)
-    bumped[ends[2] + 12 : ends[2] + 16] = (5).to_bytes(4, "big")  # epoch lies outside the CRC
-    n, end, first, last, top, epoch_base, cut, _ = run(
-        bytes(bumped), 0, len(raw), 100, MAX_LENGTH, 0, INT64_MAX, -1, 8, 0
-    )
-    assert (n, end, first, last, top, epoch_base, cut) == (
-        2,
-        ends[2],
-        7,
-        8,
-        -1,
-        NONE,
-        100 + ends[1],
-    )
-    n, end, first, last, top, epoch_base, cut, _ = run(
-        bytes(bumped), end, len(raw), 100, MAX_LENGTH, 9, INT64_MAX, -1, INT64_MAX, 0
-    )
-    assert (n, end, first, last, top, epoch_base, cut) == (1, ends[3], 9, 9, 5, 9, NONE)
+
+    def with_epochs(*epochs: int) -> bytes:
+        out = bytearray(raw)
+        for at, epoch in zip(ends, epochs, strict=False):
+            out[at + 12 : at + 16] = epoch.to_bytes(4, "big", signed=True)  # outside the CRC
+        return bytes(out)
+
+    one_rise = with_epochs(-1, -1, 5, 5)
+    assert run(one_rise, 0, len(raw), 100, MAX_LENGTH, 0, INT64_MAX, -1, 8, 0)[:7] == (
+        4, ends[4], 7, 10, 5, 9, 100 + ends[1]
+    )  # fmt: skip
+    three_rises = with_epochs(-1, 3, 5, 6)
+    assert run(three_rises, 0, len(raw), 0, MAX_LENGTH, 0, INT64_MAX, -1, 7, 0)[:7] == (
+        2, ends[2], 7, 8, 3, 8, 0
+    )  # fmt: skip
+    assert run(three_rises, ends[2], len(raw), 0, MAX_LENGTH, 9, INT64_MAX, 3, INT64_MAX, 0)[
+        :7
+    ] == (1, ends[3], 9, 9, 5, 9, NONE)
     assert run(raw, 0, len(raw), 0, MAX_LENGTH, 0, 9, -1, INT64_MAX, 0)[:4] == (3, ends[3], 7, 9)
     assert run(raw, 0, len(raw), 0, MAX_LENGTH, 8, INT64_MAX, -1, INT64_MAX, 0)[:2] == (0, 0)
 
