@@ -4,6 +4,12 @@ It runs storage's windowed scan (the format walker over a bounded window, throug
 with resync on, so batches after a damaged region still count, and keeps per batch only what the
 audit compares: offsets, CRC, position, partition leader epoch. In `__consumer_offsets` it also
 decodes the records and replays the offset commits as the group coordinator does.
+
+Most batches need nothing but tallying, so they are taken in runs (`format.summary_runs`, one C
+call for many batches); only a batch that needs a closer look (damage, a legacy entry, a batch the
+segment's name cannot hold) goes through the walker one at a time. A segment that fits a scan
+window, as most of a broker's do, is read whole into one reused buffer and walked by runs alone
+unless such a batch turns up, from where the windowed scan takes over.
 """
 
 from __future__ import annotations
