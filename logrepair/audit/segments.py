@@ -165,7 +165,7 @@ class SegmentTally:
             file_position,
             max_length,
             max(floor, s.task.base_offset),
-            self.max_last,
+            min(self.max_last, INT64_MAX),
             self.top_epoch,
             self.cut_from,
             self.keep,

@@ -1001,6 +1001,8 @@ summary_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
     int64_t limit = v[S_LIMIT] < view.len ? v[S_LIMIT] : view.len;
     int64_t fp = v[S_FILE_POSITION], max_length = v[S_MAX_LENGTH], floor = v[S_FLOOR];
     int64_t max_last = v[S_MAX_LAST], top_epoch = v[S_TOP_EPOCH], cut_from = v[S_CUT_FROM];
+    if (max_last > INT64_MAX - 1)
+        max_last = INT64_MAX - 1; /* the offset after a batch must be an int64 too */
     int kept = v[S_KEEP] <= 0 ? 0 : v[S_KEEP] == 1 ? 4 : 8; /* columns */
     if (pos < 0)
         pos = start = limit;

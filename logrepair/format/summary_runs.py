@@ -5,8 +5,9 @@ end), the leader epochs as they rise, where the recovery point is crossed, and, 
 batch's digest (base offset, last offset, CRC, position) and details (size, leader epoch, max
 timestamp, producer id). `summary_run` takes the batches at a buffer position that the walker
 would take as valid on its fast path (a whole v2 batch whose framing, counts and CRC hold, its
-base offset at or above `floor`) and that the segment can hold (last offset at most `max_last`),
-and returns what they add up to. It stops before the first batch that needs a closer look
+base offset at or above `floor`) and that the segment can hold (last offset at most `max_last`,
+and below 2^63 - 1), and returns what they add up to. It stops before the first batch that needs
+a closer look
 (damage, a legacy entry, a misplaced batch, the end of the buffer), which the walker then yields
 one at a time. It reports the first batch whose last offset reaches `cut_from` and the first whose
 leader epoch rises above `top_epoch`, and stops before a batch that would raise it again, so each
@@ -67,6 +68,7 @@ def summary_run_python(
     if mv.ndim != 1 or mv.itemsize != 1:
         mv = mv.cast("B")
     limit = min(limit, len(mv))
+    max_last = min(max_last, _INT64_MAX - 1)  # the offset after a batch must be an int64 too
     unpack = _FIELDS.unpack_from
     columns = [array("q") for _ in range(4 * min(keep, 2) if keep > 0 else 0)]
     n = 0

@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 from logrepair.audit.model import SegmentTask
 from logrepair.audit.segments import summarize_segment
+from logrepair.format.batch import Record, build_batch
 from logrepair.storage import layout
 from logrepair.storage.osdisk import OsDisk
 
@@ -59,6 +60,21 @@ def test_runs_tally_what_one_batch_at_a_time_does(
     finally:
         shutil.rmtree(folder)
     assert runs == one_by_one
+
+
+def test_a_segment_at_the_top_of_the_offsets(tmp_path):
+    """Offsets up to 2^63 - 1 (names Kafka accepts): the runs stop short of int64's end, and the
+    last batch, taken one at a time, gives what batch by batch gives."""
+    base = 2**63 - 10
+    raw = build_batch([Record(base + i, 1, None, b"v", ()) for i in range(3)], base_offset=base)
+    raw += build_batch([Record(2**63 - 1, 2, None, b"w", ())], base_offset=2**63 - 1)
+    path = tmp_path / layout.log_file_name(base)
+    path.write_bytes(raw)
+    task = SegmentTask(str(tmp_path), str(tmp_path), "t", 0, str(path), base, len(raw), 0)
+    for options in ({}, {"details": True, "recovery_point": 2**63 - 1}):
+        runs = summarize_segment(DISK, task, **options)
+        assert runs == summarize_segment(DISK, task, runs=False, **options)
+        assert (runs.batches, runs.next_offset, runs.defects) == (2, 2**63, [])
 
 
 def _cli(env: dict[str, str], *args: str) -> subprocess.CompletedProcess:
