@@ -1,4 +1,5 @@
-"""The Disk on the real operating system: the only module of storage that touches the filesystem.
+"""The Disk on the real operating system: with os_copy.py (how a copy between two files goes), the
+only module of storage that touches the filesystem.
 
 Reads use `os.pread`/`os.preadv` into the caller's buffer (no mmap: a file truncated under a
 mapping kills the process with SIGBUS, and a repair tool truncates files). Every OSError carries
@@ -15,6 +16,7 @@ import struct
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 
+from . import os_copy
 from .disk import Disk, DiskFile, FileIdentity, FileTooLarge, LockHeld, parent_of
 
 # `struct flock` on Linux (short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid).
@@ -153,43 +155,17 @@ class OsFile(DiskFile):
         with _PathErrors(self.path, descriptor=True):
             os.fsync(self._fd)
 
-    def copy_to(self, position: int, length: int, dest: DiskFile, dest_position: int) -> int:
-        """In the kernel: a reflink (`FICLONERANGE`) of the block-aligned middle where the file
-        system shares blocks between files and both ranges sit alike in their blocks, the rest
-        with `copy_file_range`, else `sendfile`, else through a buffer (`DiskFile.copy_to`)."""
+    def copy_to(
+        self, position: int, length: int, dest: DiskFile, dest_position: int, *, sparse=False
+    ) -> int:
+        """A reflink where the file system shares blocks, large copies written around the page
+        cache, the rest in the kernel (`os_copy.copy`); through a buffer to another kind of file."""
         _check_position(position, self.path)
         _check_position(dest_position, dest.path)
         if not isinstance(dest, OsFile):
-            return super().copy_to(position, length, dest, dest_position)
+            return super().copy_to(position, length, dest, dest_position, sparse=sparse)
         dest._require_writable()
-        done = 0
-        middle = _aligned_middle(position, length, dest_position, _block_size(dest._fd))
-        if middle is not None:
-            start, end = middle
-            done = self._kernel_copy(position, start - position, dest, dest_position)
-            if done == start - position and _clone(
-                self, start, end - start, dest, dest_position + done
-            ):
-                done = end - position
-        return done + self._kernel_copy(position + done, length - done, dest, dest_position + done)
-
-    def _kernel_copy(self, position: int, length: int, dest: OsFile, dest_position: int) -> int:
-        """`copy_file_range`, else `sendfile` where the kernel or the file systems refuse it
-        (EXDEV across some file systems, ENOSYS, EINVAL), else the buffered default."""
-        done = 0
-        for way in (_copy_file_range, _sendfile):
-            try:
-                while done < length:
-                    n = way(self._fd, position + done, min(length - done, _KERNEL_CHUNK),
-                            dest._fd, dest_position + done)  # fmt: skip
-                    if n == 0:
-                        return done  # the end of this file
-                    done += n
-                return done
-            except OSError as e:
-                if e.errno not in _NOT_THIS_WAY:
-                    raise type(e)(e.errno, e.strerror, self.path, None, dest.path) from None
-        return done + super().copy_to(position + done, length - done, dest, dest_position + done)
+        return os_copy.copy(self, position, length, dest, dest_position, sparse)
 
     def data_from(self, position: int) -> int:
         _check_position(position, self.path)
@@ -212,53 +188,6 @@ class OsFile(DiskFile):
     def _require_writable(self) -> None:
         if not self._writable:
             raise OSError(errno.EBADF, "file not opened for writing", self.path)
-
-
-# Errors that say a way of copying does not work between these two files (file system, kernel,
-# sandbox), not that the device failed: the next way is tried.
-_NOT_THIS_WAY = frozenset(
-    {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTTY, errno.EPERM}
-)
-_KERNEL_CHUNK = 1 << 30
-# `_IOW(0x94, 13, struct file_clone_range)`: { s64 src_fd; u64 src_offset, src_length, dest_offset }
-_FICLONERANGE = 0x4020940D
-_CLONE_RANGE = struct.Struct("=qQQQ")
-
-
-def _copy_file_range(src: int, position: int, length: int, dest: int, dest_position: int) -> int:
-    return os.copy_file_range(src, dest, length, position, dest_position)
-
-
-def _sendfile(src: int, position: int, length: int, dest: int, dest_position: int) -> int:
-    os.lseek(dest, dest_position, os.SEEK_SET)  # sendfile writes at the file offset
-    return os.sendfile(dest, src, position, length)
-
-
-def _block_size(fd: int) -> int:
-    return os.fstat(fd).st_blksize or 4096
-
-
-def _aligned_middle(position: int, length: int, dest_position: int, block: int):
-    """The source range `[start, end)` of whole blocks that would land on whole blocks of the
-    destination too (a reflink shares blocks, so both ranges must sit alike in theirs); None when
-    there is not one whole block of it."""
-    if position % block != dest_position % block:
-        return None
-    start = -(-position // block) * block
-    end = (position + length) // block * block
-    return (start, end) if end > start else None
-
-
-def _clone(src: OsFile, position: int, length: int, dest: OsFile, dest_position: int) -> bool:
-    """Shares the blocks (a reflink); False where the file system cannot (ext4: EOPNOTSUPP)."""
-    arg = _CLONE_RANGE.pack(src._fd, position, length, dest_position)
-    try:
-        fcntl.ioctl(dest._fd, _FICLONERANGE, arg)
-    except OSError as e:
-        if e.errno in _NOT_THIS_WAY or e.errno == errno.ETXTBSY:
-            return False
-        raise type(e)(e.errno, e.strerror, src.path, None, dest.path) from None
-    return True
 
 
 def _check_position(position: int, path: str) -> None:
