@@ -27,7 +27,10 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the arguments, of the command they name only, when
+    they name one (each command imports what it runs: a scan need not import the audit's Spark
+    tables); `--help` and anything else get every command."""
     parser = _Parser(
         prog="logrepair",
         description="Offline verification and repair of Apache Kafka log directories.",
@@ -35,17 +38,25 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"logrepair {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    names = [n for n in names if not n.startswith("_")]
+    named = _command_named(names, sys.argv[1:] if argv is None else argv)
+    for name in names if named is None else [named]:
+        module = importlib.import_module(f"{commands.__name__}.{name}")
         module.add_parser(sub)
     return parser
 
 
+def _command_named(names: list[str], argv: list[str]) -> str | None:
+    """The module of the command the arguments name: their first one, when a module has its name
+    (`rebuild-index` is in rebuild_index.py; every option of `logrepair` itself comes before it and ends the run: --help, --version)."""
+    module = argv[0].replace("-", "_") if argv else None
+    return module if module in names else None
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
+        args = build_parser(argv).parse_args(argv)
         return args.run(args)
     except InputError as exc:
         return _fail(str(exc))

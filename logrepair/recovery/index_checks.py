@@ -73,7 +73,7 @@ class IndexCheck:
                 f"{cls.LABEL} file {path} is corrupt, found {size} bytes which is neither "
                 f"positive nor a multiple of {cls.ENTRY}"
             )
-        zeros = _zero_tail(raw[: check.n * cls.ENTRY], cls.ENTRY)
+        zeros = _zero_tail(raw, check.n, cls.ENTRY)
         if zeros and active and check.n > 1:
             check.n -= zeros
             check.check_entries(check.n)
@@ -303,12 +303,17 @@ def check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None:
         seg.index_findings.append(Finding("txn_index_corrupt", file, None, len(raw), None, problem))
 
 
-def _zero_tail(raw: bytes, entry: int) -> int:
-    """Count of all-zero entries at the end (preallocated slots a crash left)."""
-    n = len(raw) // entry
+def _zero_tail(raw: bytes, n: int, entry: int) -> int:
+    """Count of all-zero entries at the end of the first `n` (preallocated slots a crash left)."""
+    end = n * entry
+    if not n or raw[end - entry : end] != _ZEROS[:entry]:
+        return 0  # (the usual index: its last entry is not zero, and nothing is copied)
     # rstrip runs in C: a crashed broker's preallocated 10 MiB index is 1.3M slots to look at
-    used = len(bytes(raw[: n * entry]).rstrip(b"\0"))
+    used = len(bytes(raw[:end]).rstrip(b"\0"))
     return n - -(-used // entry)
+
+
+_ZEROS = bytes(16)
 
 
 class SegmentIndexChecks:

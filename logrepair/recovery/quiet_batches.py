@@ -10,6 +10,7 @@ are exactly those of the batch-by-batch pass; only the number of Python steps ch
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING
 
 from ..format.batch_runs import NONE, quiet_run
@@ -20,6 +21,7 @@ if TYPE_CHECKING:
     from .strict_reading import StrictReading
 
 _NOTHING = (0, 0, 0)
+_EPOCH = struct.Struct(">i")  # a v2 batch's partitionLeaderEpoch, at byte 12
 _EMPTY = b""
 _SPAN = 1 << 20
 """Bytes of buffer one call walks at most: its points (24 bytes a batch) are then bounded by this
@@ -57,6 +59,13 @@ class QuietBatches:
             return _NOTHING
         floor = max(floor, limits[0])
         _, max_last, max_size, epoch = limits
+        # A run may begin where the leader epoch rises (a segment's first batch, most often): the
+        # rise is recorded and the run takes that epoch.
+        rise = None
+        if buf[pos + 16] == 2:
+            first_epoch = _EPOCH.unpack_from(buf, pos + 12)[0]
+            if first_epoch != epoch and first_epoch >= 0 and strict.rises_to(first_epoch):
+                epoch = rise = first_epoch
         k_on = kafka.on
         # The points (position, last offset, max timestamp) of the run go to Kafka's index while
         # Kafka reads on, else to the index of the strict run after damage (`run_index`), as if
@@ -114,10 +123,10 @@ class QuietBatches:
             return _NOTHING
         strict.extend(
             file_position + pos, file_position + end, first, last, max_ts,
-            None if k_on or not k_indexed else points,
+            None if k_on or not k_indexed else points, rise,
         )  # fmt: skip
         if k_on:
-            kafka.extend(kept, last, k_pos, None if k_offset == NONE else k_offset, points)
+            kafka.extend(first, kept, last, k_pos, None if k_offset == NONE else k_offset, points)
             if txn:
                 seg.has_txn_batches = True
                 seg.has_txn_markers = seg.has_txn_markers or bool(txn & 2)

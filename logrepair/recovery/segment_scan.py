@@ -17,14 +17,21 @@ Kafka's (overflow split) → report the indexes → Kafka's index rebuild.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..format.batch import CONTROL_MASK, TRANSACTIONAL_MASK, RecordBatch
+from ..format.batch import (
+    CONTROL_MASK,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_MASK,
+    RecordBatch,
+)
 from ..format.errors import Defect, FormatError
 from ..format.legacy import LegacyBatch
-from ..format.walker import CRC_VALID_KINDS
+from ..format.walker import CRC_VALID_KINDS, Walker
 from ..storage.disk import Disk
-from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
+from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, DEFAULT_WINDOW_SIZE, LogScan
 from .findings import Finding
 from .index_checks import SegmentIndexChecks
 from .indexes import batch_header
@@ -206,15 +213,7 @@ def _read_batches(
     oc_next = _NEVER if offset_check is None else offset_check.next_position()
     tc_next = _NEVER if time_check is None else time_check.next_offset()
     quiet = None if deep else QuietBatches(strict, kafka, index_checks)
-    for item in LogScan(
-        disk,
-        path,
-        resync=True,
-        check_offsets=False,
-        max_batch_size=max_batch_size,
-        deep=deep,
-        quiet_runs=quiet,
-    ):
+    for item in _items(disk, path, max_batch_size, deep, quiet):
         cls = item.__class__
         if cls is LegacyBatch and item.is_compressed:
             item = _wrapper_or_defect(item)
@@ -262,6 +261,57 @@ def _read_batches(
             tc_next = time_check.batch(last)
         if cls is not Defect:
             strict.batch(item, position, first, strict_last, size)
+
+
+def _items(
+    disk: Disk, path: str, max_batch_size: int | None, deep: bool, quiet: QuietBatches | None
+) -> Iterable[RecordBatch | LegacyBatch | Defect]:
+    """The batches and defects of the `.log` that the quiet runs leave to the loop. A file that
+    fits one window (most segments of a log dir) is read whole and offered to the quiet runs
+    straight away, as the walker would offer it: a clean one is taken whole, with nothing to
+    iterate; the walker goes on from where they stop. A larger file is scanned window by
+    window (`LogScan`)."""
+    with disk.open(path) as f:
+        size = f.size()
+        if size <= DEFAULT_WINDOW_SIZE:
+            buf = bytearray(size)
+            got = f.read_into(0, buf)
+    if size > DEFAULT_WINDOW_SIZE:
+        return LogScan(
+            disk,
+            path,
+            resync=True,
+            check_offsets=False,
+            max_batch_size=max_batch_size,
+            deep=deep,
+            quiet_runs=quiet,
+        )
+    mv = memoryview(buf)[:got]  # (a file that shrank under the read ends where the read did)
+    pos, expected = 0, None
+    if quiet is not None:
+        max_length = (max_batch_size or 2**31) - LOG_OVERHEAD  # (the walker's bad_length bound)
+        while pos + RECORD_BATCH_OVERHEAD <= got:
+            n, end, last = quiet(mv, pos, got, 0, max_length, _ANY_OFFSET)
+            if not n:
+                break
+            pos, expected = end, last + 1
+    if pos >= got:
+        return ()
+    return Walker(
+        mv[pos:],
+        file_position=pos,
+        file_size=got,
+        resync=True,
+        check_offsets=False,
+        expected_offset=expected,
+        max_batch_size=max_batch_size,
+        deep=deep,
+        carry_damage=True,
+        quiet_runs=quiet,
+    )
+
+
+_ANY_OFFSET = -(2**63)  # the floor a walk without offset checks offers the quiet runs
 
 
 def _wrapper_or_defect(wrapper: LegacyBatch) -> LegacyBatch | Defect:

@@ -334,4 +334,4 @@ def test_zero_tail_counts_the_trailing_all_zero_slots(entry, head, zeros, ragged
     expected = 0
     while expected < n and slots[n - expected - 1] == bytes(entry):
         expected += 1
-    assert _zero_tail(raw, entry) == expected
+    assert _zero_tail(raw, n, entry) == expected
