@@ -37,6 +37,7 @@ from .index_checks import SegmentIndexChecks
 from .indexes import batch_header
 from .kafka_reading import KafkaReading, Piece, kafka_keeps_bad_magic
 from .quiet_batches import QuietBatches
+from .quiet_segment import read_index_files, take_quiet_segment
 from .strict_reading import INT64_MAX, Run, StrictReading
 
 _TXN_MARKER = TRANSACTIONAL_MASK | CONTROL_MASK
@@ -179,14 +180,32 @@ def scan_segment(
     highest leader epoch of the valid batches before this segment (`SegmentScan.max_epoch`).
     `deep` decodes every record (decompression capped as the dump caps it): a batch whose records
     fail is a finding of a CRC-valid kind, which Kafka's recovery keeps and a consumer stops at."""
-    seg = SegmentScan(base_offset, name, disk.size(path))
-    index_checks = SegmentIndexChecks(disk, seg, index_paths, active=next_base is None)
+    size, whole = _read_whole(disk, path)
+    seg = SegmentScan(base_offset, name, size)
+    raws = (None, None)
+    if whole is not None and not deep:
+        raws = read_index_files(disk, index_paths)
+        if take_quiet_segment(
+            disk,
+            seg,
+            whole,
+            raws,
+            index_paths[2],
+            previous_last_offset=previous_last_offset,
+            next_base=next_base,
+            previous_max_epoch=previous_max_epoch,
+            message_max_bytes=message_max_bytes,
+            index_interval_bytes=index_interval_bytes,
+            max_batch_size=max_batch_size,
+        ):
+            return seg
+    index_checks = SegmentIndexChecks(disk, seg, index_paths, next_base is None, raws)
     kafka = KafkaReading(seg, index_interval_bytes)
     strict = StrictReading(
         seg, previous_last_offset, next_base, previous_max_epoch, message_max_bytes,
         index_interval_bytes,
     )  # fmt: skip
-    _read_batches(disk, path, max_batch_size, deep, strict, kafka, index_checks)
+    _read_batches(disk, path, whole, max_batch_size, deep, strict, kafka, index_checks)
     strict.finish()
     kafka.finish(disk, path, max_batch_size)
     index_checks.finish(disk)
@@ -194,9 +213,22 @@ def scan_segment(
     return seg
 
 
+def _read_whole(disk: Disk, path: str) -> tuple[int, memoryview | None]:
+    """The `.log`'s size, and its bytes when it fits one window (most segments of a log dir):
+    one open for both."""
+    with disk.open(path) as f:
+        size = f.size()
+        if size > DEFAULT_WINDOW_SIZE:
+            return size, None
+        buf = bytearray(size)
+        got = f.read_into(0, buf)
+    return size, memoryview(buf)[:got]  # (a file that shrank under the read ends where it did)
+
+
 def _read_batches(
     disk: Disk,
     path: str,
+    whole: memoryview | None,
     max_batch_size: int | None,
     deep: bool,
     strict: StrictReading,
@@ -213,7 +245,7 @@ def _read_batches(
     oc_next = _NEVER if offset_check is None else offset_check.next_position()
     tc_next = _NEVER if time_check is None else time_check.next_offset()
     quiet = None if deep else QuietBatches(strict, kafka, index_checks)
-    for item in _items(disk, path, max_batch_size, deep, quiet):
+    for item in _items(disk, path, whole, max_batch_size, deep, quiet):
         cls = item.__class__
         if cls is LegacyBatch and item.is_compressed:
             item = _wrapper_or_defect(item)
@@ -264,19 +296,18 @@ def _read_batches(
 
 
 def _items(
-    disk: Disk, path: str, max_batch_size: int | None, deep: bool, quiet: QuietBatches | None
+    disk: Disk,
+    path: str,
+    whole: memoryview | None,
+    max_batch_size: int | None,
+    deep: bool,
+    quiet: QuietBatches | None,
 ) -> Iterable[RecordBatch | LegacyBatch | Defect]:
-    """The batches and defects of the `.log` that the quiet runs leave to the loop. A file that
-    fits one window (most segments of a log dir) is read whole and offered to the quiet runs
-    straight away, as the walker would offer it: a clean one is taken whole, with nothing to
-    iterate; the walker goes on from where they stop. A larger file is scanned window by
-    window (`LogScan`)."""
-    with disk.open(path) as f:
-        size = f.size()
-        if size <= DEFAULT_WINDOW_SIZE:
-            buf = bytearray(size)
-            got = f.read_into(0, buf)
-    if size > DEFAULT_WINDOW_SIZE:
+    """The batches and defects of the `.log` that the quiet runs leave to the loop. A file read
+    whole (`whole`) is offered to the quiet runs straight away, as the walker would offer it: a
+    clean one is taken whole, with nothing to iterate; the walker goes on from where they stop.
+    A larger file is scanned window by window (`LogScan`)."""
+    if whole is None:
         return LogScan(
             disk,
             path,
@@ -286,7 +317,7 @@ def _items(
             deep=deep,
             quiet_runs=quiet,
         )
-    mv = memoryview(buf)[:got]  # (a file that shrank under the read ends where the read did)
+    mv, got = whole, len(whole)
     pos, expected = 0, None
     if quiet is not None:
         max_length = (max_batch_size or 2**31) - LOG_OVERHEAD  # (the walker's bad_length bound)

@@ -21,7 +21,7 @@ from .kafka_reading import INT_MAX
 if TYPE_CHECKING:
     from .segment_scan import SegmentScan
 
-_NO_EPOCH = -(2**40)  # no leader epoch is this: every epoch of a batch needs a look
+NO_EPOCH = -(2**40)  # no leader epoch is this: every epoch of a batch needs a look
 INT64_MAX = 2**63 - 1
 
 
@@ -108,7 +108,7 @@ class StrictReading:
             max_last = min(max_last, self.next_base - 1)
         max_size = self.message_max_bytes
         max_size = INT64_MAX if max_size is None else min(max_size, INT64_MAX)
-        epoch = self.max_epoch if self.max_epoch <= self.segment_max_epoch else _NO_EPOCH
+        epoch = self.max_epoch if self.max_epoch <= self.segment_max_epoch else NO_EPOCH
         return floor, max_last, max_size, epoch
 
     def rises_to(self, epoch: int) -> bool:
