@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from logrepair.format.batch import Record, build_batch
 from logrepair.recovery import segment_scan
-from logrepair.recovery.scan import scan_path
 from logrepair.recovery.index_checks import TXN_ENTRY
+from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout
 
