@@ -86,11 +86,10 @@ class PartitionFiles:
         """The offset, time and transaction index Kafka loads for the segment at `base` (None:
         absent): a `.swap` of one is renamed over it first (LogLoader's third pass, 4.1.1),
         unless a `.cleaned` file at or below it makes the swap part of an unfinished split."""
-        swaps_kept = self.min_cleaned is None or base < self.min_cleaned
+        swaps = self.swap_indexes if self.min_cleaned is None or base < self.min_cleaned else {}
         out = []
         for k in _INDEX_FILE_KINDS:
-            name = self.swap_indexes.get((base, k)) if swaps_kept else None
-            name = name or self.indexes.get((base, k))
+            name = (swaps and swaps.get((base, k))) or self.indexes.get((base, k))
             out.append(None if name is None else join(path, name))
         return tuple(out)
 
