@@ -9,6 +9,7 @@ input or an internal error (one line on stderr, never a traceback; LOGREPAIR_DEB
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import pkgutil
@@ -57,7 +58,14 @@ def _command_named(names: list[str], argv: list[str]) -> str | None:
 def main(argv: list[str] | None = None) -> int:
     try:
         args = build_parser(argv).parse_args(argv)
-        return args.run(args)
+        # What the imports made lives as long as the run: the collector need not look at it
+        # again each time a scan's results (thousands of partitions) trigger a full collection
+        # (given back after, for a caller that runs the CLI in its own process).
+        gc.freeze()
+        try:
+            return args.run(args)
+        finally:
+            gc.unfreeze()
     except InputError as exc:
         return _fail(str(exc))
     except BrokenPipeError:

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from .segment_scan import SegmentScan
 
 _SAFE_BASE = 2**62  # (as quiet_batches: base + a 31-bit relative offset stays inside int64)
+_SPAN = 1 << 20  # (as quiet_batches: the points of one call, so memory does not follow batches)
 _EPOCH = struct.Struct(">i")  # a v2 batch's partitionLeaderEpoch, at byte 12
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -83,21 +84,20 @@ def take_quiet_segment(
         max_last = min(max_last, next_base - 1)
     max_size = INT64_MAX if message_max_bytes is None else min(message_max_bytes, INT64_MAX)
     max_length = min((max_batch_size or 2**31) - 12, INT64_MAX)
-    runs = _quiet_runs(
-        whole, floor, max_last, max_size, max_length, previous_max_epoch, oi_raw, ti_raw, base,
-        index_interval_bytes,
-    )  # fmt: skip
-    if runs is None:
-        return False
-    first, last, max_ts, txn, epochs, max_epoch, points = runs
-    if not ti_n and max_ts >= 0 and next_base is not None:
-        return False  # (an empty time index of a closed segment that holds timestamps)
     kafka_index = RecoveryIndex(base, index_interval_bytes, UNBOUNDED_INDEX)
     try:
-        kafka_index.add_points(points)
+        runs = _quiet_runs(
+            whole, floor, max_last, max_size, max_length, previous_max_epoch, oi_raw, ti_raw,
+            kafka_index,
+        )  # fmt: skip
         rebuilt = kafka_index.result()
     except IndexFileError:
         return False  # (what the rebuild throws, the full scan says)
+    if runs is None:
+        return False
+    first, last, max_ts, txn, epochs, max_epoch = runs
+    if not ti_n and max_ts >= 0 and next_base is not None:
+        return False  # (an empty time index of a closed segment that holds timestamps)
     seg.runs.append(Run(0, size, first, last))
     seg.strict_epochs.extend(epochs)
     seg.max_epoch = max_epoch
@@ -132,48 +132,50 @@ def _quiet_runs(
     max_epoch: int,
     oi_raw: bytes,
     ti_raw: bytes,
-    base: int,
-    interval: int,
-) -> tuple[int, int, int, int, list[tuple[int, int, int]], int, bytes] | None:
-    """The whole file as quiet runs, each starting where the leader epoch rises (the segment's
-    first batch, or a leader change): first and last offset, highest timestamp, transaction
-    bits, the rises `(epoch, base offset, position)`, the highest epoch after them, and Kafka's
-    index points; None where a batch is not quiet."""
+    kafka_index: RecoveryIndex,
+) -> tuple[int, int, int, int, list[tuple[int, int, int]], int] | None:
+    """The whole file as quiet runs (as `QuietBatches` offers them: a span at most per call, a
+    run starting where the leader epoch rises), their points fed to Kafka's index as they come:
+    first and last offset, highest timestamp, transaction bits, the rises `(epoch, base offset,
+    position)` and the highest epoch after them; None where a batch is not quiet."""
     size = len(whole)
+    base = kafka_index.base_offset
     oi_n, ti_n = len(oi_raw) // 8, len(ti_raw) // 12
     pos = oi_i = ti_i = k_pos = txn = 0
     oi_prev = k_offset = first = last = max_ts = NONE
     segment_max_epoch = -1
     epochs: list[tuple[int, int, int]] = []
-    points: list[bytes] = []
     while pos < size:
         if pos + 61 > size or whole[pos + 16] != 2:
             return None
-        epoch = _EPOCH.unpack_from(whole, pos + 12)[0]
-        if epoch >= 0:
-            if not (epoch > segment_max_epoch and epoch >= max_epoch):
-                return None  # (an epoch regression, or one the run before should have taken)
+        epoch = max_epoch if max_epoch <= segment_max_epoch else NO_EPOCH
+        rise = _EPOCH.unpack_from(whole, pos + 12)[0]
+        if rise < 0 or rise == epoch:
+            rise = None
+        elif rise > segment_max_epoch and rise >= max_epoch:
+            epoch = rise
         else:
-            epoch = max_epoch if max_epoch <= segment_max_epoch else NO_EPOCH
+            return None  # (an epoch regression: flagged batch by batch)
         n, end, run_first, last, run_ts, run_txn, oi_i, oi_prev, ti_i, _, k_pos, k_offset, run = (
             quiet_run(
-                whole, pos, size, 0, max_length, floor, max_last, max_size, epoch,
-                oi_raw, oi_i, oi_n, base, oi_prev, ti_raw, ti_i, ti_n, base,
-                True, pos, k_pos, k_offset, interval,
+                whole, pos, min(size, pos + _SPAN), 0, max_length, floor, max_last, max_size,
+                epoch, oi_raw, oi_i, oi_n, base, oi_prev, ti_raw, ti_i, ti_n, base,
+                True, pos, k_pos, k_offset, kafka_index.interval,
             )
         )  # fmt: skip
         if not n:
             return None
-        if epoch >= 0 and epoch > segment_max_epoch:
-            epochs.append((epoch, run_first, pos))
-            segment_max_epoch = max_epoch = epoch
+        if rise is not None:
+            epochs.append((rise, run_first, pos))
+            segment_max_epoch = max_epoch = rise
         if first == NONE:
             first = run_first
         max_ts = max(max_ts, run_ts)
         txn |= run_txn
-        points.append(run)
+        kafka_index.add_points(run)
+        del run  # (before the next call makes the next span's)
         floor = last + 1
         pos = end
     if oi_i != oi_n or ti_i != ti_n:
         return None  # (entries past the last batch)
-    return first, last, max_ts, txn, epochs, max_epoch, b"".join(points)
+    return first, last, max_ts, txn, epochs, max_epoch

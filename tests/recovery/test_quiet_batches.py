@@ -70,6 +70,27 @@ def _damage(raw: bytes, mutations) -> bytes:
     return bytes(data)
 
 
+partitions = st.lists(st.lists(batch_plans, min_size=1, max_size=12), min_size=1, max_size=3)
+intervals = st.sampled_from([0, 100, 4096])
+
+
+def _write_partition(pdir, segments, offset: int, log_damage, interval: int) -> list[int]:
+    """The segments of the plans after `offset`, the last one damaged, with the indexes Kafka's
+    rule writes where it can; their base offsets."""
+    bases = []
+    for k, plans in enumerate(segments):
+        base = max(0, offset + 1)
+        raw, offset = _segment_bytes(plans, offset)
+        if k == len(segments) - 1:
+            raw = _damage(raw, log_damage)
+        try:
+            write_segment(pdir, base, raw, interval=interval)
+        except ValueError:  # (offsets going back: no index Kafka's rule would write)
+            write_segment(pdir, base, raw, indexes=False)
+        bases.append(base)
+    return bases
+
+
 mutations = st.lists(
     st.tuples(
         st.sampled_from(["flip", "cut", "insert", "zero"]),
@@ -82,8 +103,8 @@ mutations = st.lists(
 
 @settings(max_examples=60, deadline=None)
 @given(
-    segments=st.lists(st.lists(batch_plans, min_size=1, max_size=12), min_size=1, max_size=3),
-    interval=st.sampled_from([0, 100, 4096]),
+    segments=partitions,
+    interval=intervals,
     log_damage=mutations,
     index_damage=mutations,
     message_max_bytes=st.sampled_from([1 << 20, 1000, 0, 2**70]),
@@ -92,16 +113,7 @@ def test_a_scan_with_quiet_runs_is_the_scan_batch_by_batch(
     tmp_path_factory, segments, interval, log_damage, index_damage, message_max_bytes
 ):
     pdir = tmp_path_factory.mktemp("quiet") / "t-0"
-    offset = -1
-    for k, plans in enumerate(segments):
-        base = max(0, offset + 1)
-        raw, offset = _segment_bytes(plans, offset)
-        if k == len(segments) - 1:
-            raw = _damage(raw, log_damage)
-        try:
-            write_segment(pdir, base, raw, interval=interval)
-        except ValueError:  # (offsets going back: no index Kafka's rule would write)
-            write_segment(pdir, base, raw, indexes=False)
+    _write_partition(pdir, segments, -1, log_damage, interval)
     index = pdir / layout.index_file_name(0)
     if index.exists():
         index.write_bytes(_damage(index.read_bytes(), index_damage))
@@ -124,10 +136,10 @@ index_changes = st.sampled_from(
 )
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=100, deadline=None)
 @given(
-    segments=st.lists(st.lists(batch_plans, min_size=1, max_size=12), min_size=1, max_size=3),
-    interval=st.sampled_from([0, 100, 4096]),
+    segments=partitions,
+    interval=intervals,
     log_damage=mutations,
     index_damage=mutations,
     change=index_changes,
@@ -149,18 +161,9 @@ def test_a_segment_taken_whole_is_the_segment_scanned_in_full(
     """`quiet_segment.take_quiet_segment` (a clean segment in a few C calls) leaves the scan as
     the full pass does, in every field; where it declines, nothing of it shows."""
     pdir = tmp_path_factory.mktemp("whole") / "t-0"
-    offset = -1 if previous is None else previous
-    bases = []
-    for k, plans in enumerate(segments):
-        base = max(0, offset + 1)
-        raw, offset = _segment_bytes(plans, offset)
-        if k == len(segments) - 1:
-            raw = _damage(raw, log_damage)
-        try:
-            write_segment(pdir, base, raw, interval=interval)
-        except ValueError:
-            write_segment(pdir, base, raw, indexes=False)
-        bases.append(base)
+    bases = _write_partition(
+        pdir, segments, -1 if previous is None else previous, log_damage, interval
+    )
     at = bases[changed % len(bases)]
     index, times = pdir / layout.index_file_name(at), pdir / layout.time_index_file_name(at)
     if index.exists():
