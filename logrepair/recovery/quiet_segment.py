@@ -78,7 +78,7 @@ def take_quiet_segment(
     if zero_tail(ti_raw, ti_n, 12) or time_entries_problem(ti_raw, ti_n, base) is not None:
         return False
     # What the strict reading and Kafka's allow a batch of the run (`quiet_limits` of both)
-    floor = base if previous_last_offset is None else max(base, previous_last_offset + 1)
+    floor = max(base, 0 if previous_last_offset is None else previous_last_offset + 1)
     max_last = min(INT64_MAX - 1, base + INT_MAX)
     if next_base is not None:
         max_last = min(max_last, next_base - 1)
