@@ -220,9 +220,11 @@ def _read_whole(disk: Disk, path: str) -> tuple[int, memoryview | None]:
         size = f.size()
         if size > DEFAULT_WINDOW_SIZE:
             return size, None
-        buf = bytearray(size)
-        got = f.read_into(0, buf)
-    return size, memoryview(buf)[:got]  # (a file that shrank under the read ends where it did)
+        data = f.read_at(0, size)  # (one read, into memory nobody zeroes first)
+        if len(data) < size:  # a short read: read on to the end, which may have moved
+            buf = bytearray(size)
+            data = memoryview(buf)[: f.read_into(0, buf)]
+    return size, memoryview(data)  # (a file that shrank under the read ends where it did)
 
 
 def _read_batches(
