@@ -24,13 +24,13 @@ from ..storage.index_builder import RecoveryIndex
 from .index_checks import MAX_INDEX_LOAD, check_txn_index, time_entries_problem, zero_tail
 from .indexes import UNBOUNDED_INDEX
 from .kafka_reading import INT_MAX
+from .quiet_batches import MOST_BATCHES
 from .strict_reading import INT64_MAX, NO_EPOCH, Run
 
 if TYPE_CHECKING:
     from .segment_scan import SegmentScan
 
 _SAFE_BASE = 2**62  # (as quiet_batches: base + a 31-bit relative offset stays inside int64)
-_SPAN = 1 << 20  # (as quiet_batches: the points of one call, so memory does not follow batches)
 _EPOCH = struct.Struct(">i")  # a v2 batch's partitionLeaderEpoch, at byte 12
 _OFFSET_ENTRY = struct.Struct(">ii")
 _TIME_ENTRY = struct.Struct(">qi")
@@ -134,8 +134,8 @@ def _quiet_runs(
     ti_raw: bytes,
     kafka_index: RecoveryIndex,
 ) -> tuple[int, int, int, int, list[tuple[int, int, int]], int] | None:
-    """The whole file as quiet runs (as `QuietBatches` offers them: a span at most per call, a
-    run starting where the leader epoch rises), their points fed to Kafka's index as they come:
+    """The whole file as quiet runs (as `QuietBatches` offers them: `MOST_BATCHES` at most per
+    call, a run starting where the leader epoch rises), their points fed to Kafka's index as they come:
     first and last offset, highest timestamp, transaction bits, the rises `(epoch, base offset,
     position)` and the highest epoch after them; None where a batch is not quiet."""
     size = len(whole)
@@ -158,9 +158,9 @@ def _quiet_runs(
             return None  # (an epoch regression: flagged batch by batch)
         n, end, run_first, last, run_ts, run_txn, oi_i, oi_prev, ti_i, _, k_pos, k_offset, run = (
             quiet_run(
-                whole, pos, min(size, pos + _SPAN), 0, max_length, floor, max_last, max_size,
+                whole, pos, size, 0, max_length, floor, max_last, max_size,
                 epoch, oi_raw, oi_i, oi_n, base, oi_prev, ti_raw, ti_i, ti_n, base,
-                True, pos, k_pos, k_offset, kafka_index.interval,
+                True, pos, k_pos, k_offset, kafka_index.interval, MOST_BATCHES,
             )
         )  # fmt: skip
         if not n:

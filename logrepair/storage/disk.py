@@ -16,6 +16,7 @@ Semantics every implementation keeps, because SimDisk's crash states are defined
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -43,6 +44,21 @@ class DiskFile(ABC):
         """Fills `buffer` from `position`, returns the count read (fewer only at end of file).
 
         Scans use this with one reused buffer, so memory stays flat however large the file."""
+
+    def read_ahead(self, position: int, buffer: memoryview) -> Future[int]:
+        """`read_into(position, buffer)` begun now and taken later: the future's `result()` is the
+        count read, or raises what the read raised. The caller leaves `buffer` alone until then.
+
+        A scan checks one window while the next is read: `OsFile` reads on a thread of its own.
+        This default reads at once, in the caller's order, so the simulator's SimDisk sees (and
+        faults) each read where the program makes it, and its error still comes when the scan
+        takes the window."""
+        done: Future[int] = Future()
+        try:
+            done.set_result(self.read_into(position, buffer))
+        except Exception as e:  # (the read's own error, raised by `result()`)
+            done.set_exception(e)
+        return done
 
     @abstractmethod
     def write_at(self, position: int, data) -> None: ...

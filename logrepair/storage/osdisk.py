@@ -13,6 +13,7 @@ import os
 import stat
 import struct
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 
 from .disk import Disk, DiskFile, FileIdentity, FileTooLarge, LockHeld, parent_of
 
@@ -25,6 +26,7 @@ _UNCLAMPED_READ = 1 << 20
 # `read_small` reads this much before it asks the size: most small files are whole in one read.
 _SMALL_READ = 1 << 16
 _READ_ONLY = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)
 
 
 class _PathErrors:
@@ -59,6 +61,7 @@ class OsFile(DiskFile):
         self.path = path
         self._fd = fd
         self._writable = writable
+        self._reader: ThreadPoolExecutor | None = None
 
     def size(self) -> int:
         with _PathErrors(self.path, descriptor=True):
@@ -91,6 +94,37 @@ class OsFile(DiskFile):
                     break
                 total += n
         return total
+
+    def read_ahead(self, position: int, buffer: memoryview) -> Future[int]:
+        """What the page cache holds now is read at once (`RWF_NOWAIT`: a warm file, or one the
+        kernel's own read ahead keeps up with, costs no thread and no hand-over); the rest on a
+        reader thread of this file's own, started when first needed: `os.preadv` releases the
+        interpreter's lock, so the disk works while the caller checks the window before this.
+        (Handing every read to the thread from the first miss on cost more CPU and, under load,
+        more wall time: each hand-over waits for the scheduler twice.)"""
+        _check_position(position, self.path)
+        view = memoryview(buffer).cast("B")
+        cached = self._read_cached(position, view)
+        if cached == len(view):
+            done: Future[int] = Future()
+            done.set_result(cached)
+            return done
+        if self._reader is None:
+            self._reader = ThreadPoolExecutor(1, thread_name_prefix="logrepair-read-ahead")
+        return self._reader.submit(self._read_rest, position, view, cached)
+
+    def _read_cached(self, position: int, view: memoryview) -> int:
+        """Bytes of `view` read from the page cache without waiting for the disk (0 where the
+        kernel cannot say: the reader thread reads them)."""
+        if _NOWAIT is None:
+            return 0
+        try:
+            return os.preadv(self._fd, [view], position, _NOWAIT)
+        except OSError:  # (EAGAIN: not cached; EOPNOTSUPP: not here; a real error: the thread's)
+            return 0
+
+    def _read_rest(self, position: int, view: memoryview, done: int) -> int:
+        return done + self.read_into(position + done, view[done:])
 
     def write_at(self, position: int, data) -> None:
         _check_position(position, self.path)
@@ -167,6 +201,10 @@ class OsFile(DiskFile):
             return position  # holes not reported by this filesystem
 
     def close(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            # (a read in flight ends before its descriptor is closed, or reused by another open)
+            reader.shutdown(wait=True, cancel_futures=True)
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             os.close(fd)

@@ -75,6 +75,18 @@ class DiskContract:
             assert buf == b"450129xx"
             assert f.read_into(10, buf) == 0
 
+    def test_read_ahead_reads_as_read_into_when_taken(self, disk: Disk, root: str) -> None:
+        path = join(root, "f")
+        with disk.open(path, create=True) as f:
+            f.write_at(0, b"0123456789")
+        buf = bytearray(b"x" * 8)
+        with disk.open(path) as f:
+            first = f.read_ahead(4, memoryview(buf)[:4])
+            second = f.read_ahead(8, memoryview(buf)[4:])
+            assert (first.result(), second.result()) == (4, 2)
+            assert buf == b"456789xx"
+            assert f.read_ahead(10, memoryview(buf)).result() == 0
+
     def test_write_at_overwrites_and_extends(self, disk: Disk, root: str) -> None:
         path = join(root, "f")
         with disk.open(path, create=True) as f:
