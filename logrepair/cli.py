@@ -9,6 +9,7 @@ input or an internal error (one line on stderr, never a traceback; LOGREPAIR_DEB
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import pkgutil
@@ -27,7 +28,10 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the arguments, of the command they name only, when
+    they name one (each command imports what it runs: a scan need not import the audit's Spark
+    tables); `--help` and anything else get every command."""
     parser = _Parser(
         prog="logrepair",
         description="Offline verification and repair of Apache Kafka log directories.",
@@ -35,18 +39,33 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"logrepair {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    names = [n for n in names if not n.startswith("_")]
+    named = _command_named(names, sys.argv[1:] if argv is None else argv)
+    for name in names if named is None else [named]:
+        module = importlib.import_module(f"{commands.__name__}.{name}")
         module.add_parser(sub)
     return parser
 
 
+def _command_named(names: list[str], argv: list[str]) -> str | None:
+    """The module of the command the arguments name: their first one, when a module has its name
+    (`rebuild-index` is in rebuild_index.py; every option of `logrepair` itself comes before it and ends the run: --help, --version)."""
+    module = argv[0].replace("-", "_") if argv else None
+    return module if module in names else None
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
-        return args.run(args)
+        args = build_parser(argv).parse_args(argv)
+        # What the imports made lives as long as the run: the collector need not look at it
+        # again each time a scan's results (thousands of partitions) trigger a full collection
+        # (given back after, for a caller that runs the CLI in its own process).
+        gc.freeze()
+        try:
+            return args.run(args)
+        finally:
+            gc.unfreeze()
     except InputError as exc:
         return _fail(str(exc))
     except BrokenPipeError:

@@ -5,7 +5,6 @@ alone on stdout) is kept in one place."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
@@ -30,6 +29,7 @@ from ..recovery.settings import (
 from ..storage.disk import Disk, LockHeld
 from ..storage.logdir import lock_note
 from ..storage.osdisk import OsDisk
+from . import _json_text as json_text
 
 T = TypeVar("T")
 
@@ -209,7 +209,7 @@ def emit(args: argparse.Namespace, data: dict, text: str | Callable[[], str]) ->
     """`--json`: the object alone on stdout; else the human text (a callable is rendered only
     then: nothing is computed for output that is not printed)."""
     if args.json:
-        print(json.dumps(data, indent=1))
+        print(json_text.dumps(data))
     else:
         print(text() if callable(text) else text)
 

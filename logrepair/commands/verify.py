@@ -9,7 +9,6 @@ from __future__ import annotations
 import argparse
 
 from ..recovery import notation
-from ..recovery.mode_costs import fix_hints
 from ..recovery.scan import LogDirScan, scan_path
 from ..storage.layout import printable
 from ..storage.osdisk import OsDisk
@@ -77,6 +76,8 @@ def render(result: LogDirScan) -> str:
     if not findings:
         lines.append("clean: no defects")
         return "\n".join(lines)
+    from ..recovery.mode_costs import fix_hints  # (the planner: only a report with findings)
+
     hints = fix_hints(result)
     damage = sum(f.severity == "damage" for f in findings)
     lines.append("")

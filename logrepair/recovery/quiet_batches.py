@@ -22,8 +22,9 @@ if TYPE_CHECKING:
 
 _NOTHING = (0, 0, 0)
 _LENGTH = struct.Struct(">i").unpack_from
+_EPOCH = struct.Struct(">i")  # a v2 batch's partitionLeaderEpoch, at byte 12
 _EMPTY = b""
-_MOST_BATCHES = 1024
+MOST_BATCHES = 1024
 """Batches one call takes at most: its points (24 bytes a batch, 24 KiB here) are bounded by this
 count, so memory does not follow the number of batches in a window, while a call still walks the
 whole window where batches are large (a span of bytes would bound the points only by the batches'
@@ -63,6 +64,13 @@ class QuietBatches:
             return _NOTHING
         floor = max(floor, limits[0])
         _, max_last, max_size, epoch = limits
+        # A run may begin where the leader epoch rises (a segment's first batch, most often): the
+        # rise is recorded and the run takes that epoch.
+        rise = None
+        if buf[pos + 16] == 2:
+            first_epoch = _EPOCH.unpack_from(buf, pos + 12)[0]
+            if first_epoch != epoch and first_epoch >= 0 and strict.rises_to(first_epoch):
+                epoch = rise = first_epoch
         k_on = kafka.on
         # The points (position, last offset, max timestamp) of the run go to Kafka's index while
         # Kafka reads on, else to the index of the strict run after damage (`run_index`), as if
@@ -114,17 +122,17 @@ class QuietBatches:
                 k_pos,
                 NONE if k_offset is None else k_offset,
                 kafka.interval,
-                _MOST_BATCHES,
+                MOST_BATCHES,
             )
         )
         if not n:
             return _NOTHING
         strict.extend(
             file_position + pos, file_position + end, first, last, max_ts,
-            None if k_on or not k_indexed else points,
+            None if k_on or not k_indexed else points, rise,
         )  # fmt: skip
         if k_on:
-            kafka.extend(kept, last, k_pos, None if k_offset == NONE else k_offset, points)
+            kafka.extend(first, kept, last, k_pos, None if k_offset == NONE else k_offset, points)
             if txn:
                 seg.has_txn_batches = True
                 seg.has_txn_markers = seg.has_txn_markers or bool(txn & 2)

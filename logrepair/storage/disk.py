@@ -282,6 +282,9 @@ def parent_of(path: str) -> str:
 
 def join(*parts: str) -> str:
     """Joins path parts with '/', as every Disk expects."""
+    if len(parts) == 2:  # (most calls: a dir and a name in it)
+        head, name = parts
+        return name if name.startswith("/") else head.rstrip("/") + "/" + name
     out = parts[0]
     for p in parts[1:]:
         out = p if p.startswith("/") else (out.rstrip("/") + "/" + p)

@@ -233,12 +233,12 @@ _TYPES = (
 
 
 def _entry_type(entry: os.DirEntry) -> str:
-    if entry.is_symlink():
-        return "symlink"
+    if entry.is_file(follow_symlinks=False):  # (most entries: one call, as readdir said it)
+        return "file"
     if entry.is_dir(follow_symlinks=False):
         return "dir"
-    if entry.is_file(follow_symlinks=False):
-        return "file"
+    if entry.is_symlink():
+        return "symlink"
     try:
         mode = entry.stat(follow_symlinks=False).st_mode
     except FileNotFoundError:
