@@ -108,17 +108,30 @@ print(time.process_time() - c0)
 TIMED = r"""
 import contextlib, io, resource, sys, time
 from multiprocessing import forkserver
+from logrepair import pool
 from logrepair.cli import main
+
+span = []  # this process's CPU when the first map of a pool began and when the last one ended
+pooled = pool.Pool._pooled
+
+def timed(*args):
+    span[:1] = span[:1] or [time.process_time()]
+    yield from pooled(*args)
+    span[1:] = [time.process_time()]
+
 if __name__ == "__main__":
+    pool.Pool._pooled = timed
     c0, w0 = time.process_time(), time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(sys.argv[1:])
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     # the workers' CPU: they are the forkserver's children; stopping it (a private method, kept
     # for CPython's own tests) reaps it, and with it the CPU of the children it reaped
-    forkserver._forkserver._stop()
+    if forkserver._forkserver._forkserver_pid is not None:
+        forkserver._forkserver._stop()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(cpu, wall, children.ru_utime + children.ru_stime, code)
+    alone = span[0] - c0 + cpu - (span[1] - c0) if len(span) == 2 else cpu
+    print(cpu, wall, children.ru_utime + children.ru_stime, alone, code)
 """
 
 COMMANDS = {
@@ -134,8 +147,9 @@ def cpu_seconds(code: str, *args: str) -> float:
     return child_run(code, *args)[0]
 
 
-def child_run(code: str, *args: str, bytecode: bool = False) -> tuple[float, float, float]:
-    """CPU, wall and worker CPU seconds of one child run. The code runs from a file, as a
+def child_run(code: str, *args: str, bytecode: bool = False) -> tuple[float, float, float, float]:
+    """CPU, wall and worker CPU seconds of one child run, and the CPU it spent before its pool
+    began and after it ended (all of it without a pool). The code runs from a file, as a
     program's main module: a pool's workers import it again (as `__mp_main__`), as they would
     the `logrepair` script. `bytecode`: modules imported from cached bytecode, as an installed
     logrepair's are (PYTHONDONTWRITEBYTECODE, set here, makes every process compile every module
@@ -154,12 +168,12 @@ def child_run(code: str, *args: str, bytecode: bool = False) -> tuple[float, flo
     if proc.returncode != 0:
         raise RuntimeError(f"{args} failed: {proc.stderr[-2000:]}")
     cpu, *rest = proc.stdout.split()
-    if len(rest) < 3:  # the bare loop: CPU only
-        return float(cpu), float(cpu), 0.0
-    wall, workers, status = rest
+    if len(rest) < 4:  # the bare loop: CPU only
+        return float(cpu), float(cpu), 0.0, float(cpu)
+    wall, workers, alone, status = rest
     if status not in ("0", "1"):
         raise RuntimeError(f"{args} exited {status}")
-    return float(cpu), float(wall), float(workers)
+    return float(cpu), float(wall), float(workers), float(alone)
 
 
 def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> None:
@@ -178,13 +192,16 @@ def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> Non
                     command = [*commands[name], "--jobs", n, path]
                     results.append(child_run(TIMED, *command, bytecode=True))
             serial, pooled = (min(r, key=lambda run: run[1]) for r in tried.values())
-            # with free cores, the pooled run takes about its own CPU plus its workers' shared
-            # out: the serial CPU over that is what the pool gives where nothing else runs
-            bound = serial[0] / (pooled[0] + pooled[2] / jobs)
+            # with free cores, the pooled run takes what it does alone (before its pool begins,
+            # after it ends) plus the rest of its CPU and its workers' shared out over the N
+            # processes: the serial CPU over that is what the pool gives where nothing else runs
+            alone = pooled[3]
+            bound = serial[0] / (alone + (pooled[0] - alone + pooled[2]) / jobs)
             print(
                 f"{name:<24} wall --jobs 1 {serial[1]:6.2f} s, --jobs {jobs} {pooled[1]:6.2f} s "
                 f"= {serial[1] / pooled[1]:4.2f}x; CPU {serial[0]:5.2f} s vs {pooled[0]:5.2f} s "
-                f"here + {pooled[2]:5.2f} s in the workers (free cores: ~{bound:4.2f}x)"
+                f"here ({alone:4.2f} s alone) + {pooled[2]:5.2f} s in the workers "
+                f"(free cores: ~{bound:4.2f}x)"
             )
     finally:
         shutil.rmtree(dest, ignore_errors=True)

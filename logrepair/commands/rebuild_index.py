@@ -44,7 +44,7 @@ def run(args: argparse.Namespace) -> int:
         "finished_interrupted": result.finished,
         "links": [link.to_json() for link in plan.links],
     }
-    emit(args, data, render(result))
+    emit(args, data, lambda: render(result))
     return 0
 
 
