@@ -34,6 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 
 from logrepair.format.batch import Record, build_batch
 from logrepair.format.compression import Codec
@@ -106,7 +107,7 @@ print(time.process_time() - c0)
 """
 
 TIMED = r"""
-import contextlib, io, resource, sys, time
+import contextlib, io, os, resource, sys, time
 from multiprocessing import forkserver
 from logrepair import pool
 from logrepair.cli import main
@@ -126,12 +127,17 @@ if __name__ == "__main__":
         code = main(sys.argv[1:])
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     # the workers' CPU: they are the forkserver's children; stopping it (a private method, kept
-    # for CPython's own tests) reaps it, and with it the CPU of the children it reaped
-    if forkserver._forkserver._forkserver_pid is not None:
+    # for CPython's own tests) reaps it, and with it the CPU of the children it reaped. The
+    # forkserver's own CPU (its start and imports, beside this process's) from /proc first.
+    server, own = forkserver._forkserver._forkserver_pid, 0.0
+    if server is not None:
+        with open(f"/proc/{server}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
         forkserver._forkserver._stop()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    alone = span[0] - c0 + cpu - (span[1] - c0) if len(span) == 2 else cpu
-    print(cpu, wall, children.ru_utime + children.ru_stime, alone, code)
+    before, after = (span[0] - c0, cpu - (span[1] - c0)) if len(span) == 2 else (cpu, 0.0)
+    print(cpu, wall, children.ru_utime + children.ru_stime, before, after, own, code)
 """
 
 COMMANDS = {
@@ -147,9 +153,23 @@ def cpu_seconds(code: str, *args: str) -> float:
     return child_run(code, *args)[0]
 
 
-def child_run(code: str, *args: str, bytecode: bool = False) -> tuple[float, float, float, float]:
-    """CPU, wall and worker CPU seconds of one child run, and the CPU it spent before its pool
-    began and after it ended (all of it without a pool). The code runs from a file, as a
+class Run(NamedTuple):
+    """One child run, in seconds."""
+
+    cpu: float
+    wall: float
+    workers: float
+    """CPU of the pool's forkserver and workers."""
+    before: float
+    """CPU before the pool began (all of it without a pool)."""
+    after: float
+    """CPU after the pool ended."""
+    forkserver: float
+    """CPU of the forkserver itself, started (`pool.prestart`) as the run began."""
+
+
+def child_run(code: str, *args: str, bytecode: bool = False) -> Run:
+    """CPU, wall and worker CPU seconds of one child run, and where the CPU went. The code runs from a file, as a
     program's main module: a pool's workers import it again (as `__mp_main__`), as they would
     the `logrepair` script. `bytecode`: modules imported from cached bytecode, as an installed
     logrepair's are (PYTHONDONTWRITEBYTECODE, set here, makes every process compile every module
@@ -168,12 +188,22 @@ def child_run(code: str, *args: str, bytecode: bool = False) -> tuple[float, flo
     if proc.returncode != 0:
         raise RuntimeError(f"{args} failed: {proc.stderr[-2000:]}")
     cpu, *rest = proc.stdout.split()
-    if len(rest) < 4:  # the bare loop: CPU only
-        return float(cpu), float(cpu), 0.0, float(cpu)
-    wall, workers, alone, status = rest
+    if len(rest) < 6:  # the bare loop: CPU only
+        return Run(float(cpu), float(cpu), 0.0, float(cpu), 0.0, 0.0)
+    *numbers, status = rest
     if status not in ("0", "1"):
         raise RuntimeError(f"{args} exited {status}")
-    return float(cpu), float(wall), float(workers), float(alone)
+    return Run(float(cpu), *map(float, numbers))
+
+
+def free_cores_wall(run: Run, jobs: int) -> float:
+    """The wall time of a pooled run where nothing else runs: what it does alone before its
+    pool begins (the forkserver starting beside it) and after it ends, plus the rest of its
+    CPU and all of its workers' shared out over the N processes (this one scans too, whenever
+    a worker's result is not back yet)."""
+    beside = min(run.forkserver, run.before)
+    shared = run.cpu - run.before - run.after + run.workers - beside
+    return run.before + run.after + shared / jobs
 
 
 def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> None:
@@ -191,17 +221,14 @@ def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> Non
                 for n, results in tried.items():
                     command = [*commands[name], "--jobs", n, path]
                     results.append(child_run(TIMED, *command, bytecode=True))
-            serial, pooled = (min(r, key=lambda run: run[1]) for r in tried.values())
-            # with free cores, the pooled run takes what it does alone (before its pool begins,
-            # after it ends) plus the rest of its CPU and its workers' shared out over the N
-            # processes: the serial CPU over that is what the pool gives where nothing else runs
-            alone = pooled[3]
-            bound = serial[0] / (alone + (pooled[0] - alone + pooled[2]) / jobs)
+            serial, pooled = (min(r, key=lambda run: run.wall) for r in tried.values())
             print(
-                f"{name:<24} wall --jobs 1 {serial[1]:6.2f} s, --jobs {jobs} {pooled[1]:6.2f} s "
-                f"= {serial[1] / pooled[1]:4.2f}x; CPU {serial[0]:5.2f} s vs {pooled[0]:5.2f} s "
-                f"here ({alone:4.2f} s alone) + {pooled[2]:5.2f} s in the workers "
-                f"(free cores: ~{bound:4.2f}x)"
+                f"{name:<24} wall --jobs 1 {serial.wall:6.2f} s, --jobs {jobs} {pooled.wall:6.2f} "
+                f"s = {serial.wall / pooled.wall:4.2f}x; CPU {serial.cpu:5.2f} s vs "
+                f"{pooled.cpu:5.2f} s here ({pooled.before:4.2f} s before its pool, "
+                f"{pooled.after:4.2f} s after) + {pooled.workers:5.2f} s in the forkserver "
+                f"({pooled.forkserver:4.2f} s) and workers (free cores: "
+                f"~{serial.cpu / free_cores_wall(pooled, jobs):4.2f}x)"
             )
     finally:
         shutil.rmtree(dest, ignore_errors=True)
