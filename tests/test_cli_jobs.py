@@ -232,3 +232,34 @@ def test_summaries_out_with_jobs_writes_the_serial_runs_tables(tmp_path) -> None
         [pooled] = (tmp_path / "pooled").rglob(f"{table}.parquet")
         assert pq.read_table(pooled).equals(pq.read_table(serial)), table
     assert pq.read_table(serial).num_rows > 0
+
+
+def test_the_forkserver_starts_before_the_imports_only_when_the_command_will_pool(tmp_path) -> None:
+    """`cli._will_pool`: the guess, from the arguments alone, that starts the workers' forkserver
+    before the command imports its modules; and only the named command's modules are imported."""
+    from logrepair import cli, pool
+
+    many = tmp_path / "many"
+    many.mkdir()
+    for n in range(pool.AUTO_MIN_ITEMS):
+        (many / f"t-{n}").mkdir()
+    few = damaged_log_dir(tmp_path, 3, None)
+    cores = pool.available_cores()
+    assert cli._will_pool(["verify", str(few), "--jobs", "2"])
+    assert cli._will_pool(["repair", "--jobs=3", "--mode", "kafka", str(few)])
+    assert not cli._will_pool(["verify", str(many), "--jobs", "1"])
+    assert not cli._will_pool(["verify", str(few)])  # the default pools large log dirs only
+    assert cli._will_pool(["rebuild-index", str(many)]) == (cores > 1)
+    assert not cli._will_pool(["audit", "--spark", "local[2]", str(many)])
+    assert not cli._will_pool(["dump", str(many), "--jobs", "2"])
+    code = (
+        "import sys; from logrepair.cli import build_parser; build_parser(['verify']); "
+        "print(sorted(m for m in sys.modules if m.startswith('logrepair.commands.')))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO))
+    )  # fmt: skip
+    assert proc.stdout.split() == [
+        "['logrepair.commands._recovery_options',",
+        "'logrepair.commands.verify']",
+    ], proc

@@ -80,9 +80,9 @@ def add_jobs_option(p: argparse.ArgumentParser, what: str = "partition dirs") ->
         "--jobs",
         type=_positive,
         metavar="N",
-        help=f"scan the {what} in N worker processes (default: every core this process may "
-        f"use, from {pool.AUTO_MIN_ITEMS} of them on); 1 scans them here, one after the other. "
-        "The result and the output are the same",
+        help=f"scan the {what} in N processes, this one and N - 1 workers (default: every core "
+        f"this process may use, from {pool.AUTO_MIN_ITEMS} of them on); 1 scans them here, one "
+        "after the other. The result and the output are the same",
     )
 
 
