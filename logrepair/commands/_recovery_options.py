@@ -5,14 +5,13 @@ alone on stdout) is kept in one place."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from .. import pool
+from .. import json_out, pool
 from ..cli import InputError
 from ..recovery.apply import JournalError
 from ..recovery.interrupted import ABANDON, FINISH, REPLAN
@@ -195,6 +194,7 @@ def journaled_run(args: argparse.Namespace, run: Callable[..., RepairResult]) ->
             progress=bar,
             interrupted=args.interrupted,
             partitions=partitions,
+            render_json=args.json,
         ),
     )
 
@@ -209,7 +209,7 @@ def emit(args: argparse.Namespace, data: dict, text: str | Callable[[], str]) ->
     """`--json`: the object alone on stdout; else the human text (a callable is rendered only
     then: nothing is computed for output that is not printed)."""
     if args.json:
-        print(json.dumps(data, indent=1))
+        print(json_out.dumps(data))
     else:
         print(text() if callable(text) else text)
 

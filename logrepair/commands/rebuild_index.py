@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     data = {
         "path": plan.root,
         "applied": result.applied,
-        "actions": [a.to_json() for a in plan.actions],
+        "actions": [a.output_json() for a in plan.actions],
         "quarantine": result.quarantine,
         "notes": plan.notes,
         "finished_interrupted": result.finished,

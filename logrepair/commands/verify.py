@@ -10,7 +10,7 @@ import argparse
 
 from ..recovery import notation
 from ..recovery.mode_costs import fix_hints
-from ..recovery.scan import LogDirScan, scan_path
+from ..recovery.scan import LogDirScan, rendered_partition, scan_path
 from ..storage.layout import printable
 from ..storage.osdisk import OsDisk
 from ._recovery_options import add_command, emit, lock_status, on_path
@@ -45,7 +45,8 @@ def _options(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    result = on_path(args, "verify", scan_path)
+    step = rendered_partition if args.json else None  # (the entries rendered where scanned)
+    result = on_path(args, "verify", lambda *work: scan_path(*work, then=step))
     locked, note = lock_status(OsDisk(), result.root, result.is_log_dir)
     emit(
         args,

@@ -102,14 +102,17 @@ class PartitionShare:
 
 
 def plan_partition_alone(
-    mode: str, p: PartitionScan, checkpoints: Checkpoints, root: str
+    mode: str, p: PartitionScan, checkpoints: Checkpoints, root: str, *, render: bool = False
 ) -> PartitionShare | None:
     """`scan_path`'s step for a repair in `mode` (not heal): the partition's plan, made where it
-    was scanned (None for a partition every mode leaves alone: `make_plan` notes it)."""
+    was scanned (None for a partition every mode leaves alone: `make_plan` notes it); `render`:
+    its actions' JSON rendered there too."""
     if p.left_alone is not None:
         return None
     pp, end, new_rp = _plan_partition(p, Plan(mode, root), _can_checkpoint(True, checkpoints))
     pp.txn_replay = None  # the replay's working state (and its Disk) stays in the worker
+    if render:
+        pp.plan.render()
     return PartitionShare(pp, end, new_rp)
 
 
