@@ -13,15 +13,18 @@ producer snapshots. Then times, each in a child process over a warm page cache, 
 Ratios are the bare loop's time over each command's (1.00x = as fast as the bare loop); the goal
 of issue 16 is >= 0.5x. `--dir` keeps the log dir (reused by a later run with the same options).
 
-`--jobs N` times each command instead with `--jobs 1` and `--jobs N` back to back (wall time: the
-work of a pool is in its workers), best of `--runs` each, and prints serial / pooled (goal >= 1.8x
-with N = 2 on two cores), with `audit --summaries-out` too, and the load average before and after.
-Wall time needs free cores: with the kernel's autogroup scheduling (one share of the CPUs per login
-session), a pool run while other sessions keep the cores busy gets the one share the serial run
-gets. So it also prints the CPU of both runs (the workers' too) and the load-independent estimate
-serial CPU / (pooled CPU here + workers' CPU / N): what the pool gives on idle cores if nothing
-in the parent overlaps the workers (a chunk of imbalance and the forkserver's start aside). These
-runs import logrepair from cached bytecode, as an installed one does.
+`--jobs N` times each command instead with `--jobs 1` and `--jobs N` back to back (wall time),
+best of `--runs` each, and prints serial / pooled (goal >= 1.8x with N = 2 on two cores), with
+`audit --summaries-out` too, and the load average before and after. Wall time needs free cores:
+with the kernel's autogroup scheduling (one share of the CPUs per login session), a pool run while
+other sessions keep the cores busy gets the one share the serial run gets. So it also prints where
+the CPU of both runs went — the pooled run's before its pool began and after it ended (it does
+that alone), the forkserver's (started with the command, beside its imports) and the workers' —
+and the load-independent estimate serial CPU / free-core wall, that wall being the pooled run's
+CPU before and after its pool plus the rest of its CPU and the workers' (less the forkserver's
+share that ran beside its start) shared over the N processes: what the pool gives on idle cores,
+as the process that started the pool scans too whenever a worker's result is not back (a last
+chunk of imbalance aside). These runs import logrepair from cached bytecode, as an installed one does.
 """
 
 from __future__ import annotations
@@ -207,8 +210,9 @@ def free_cores_wall(run: Run, jobs: int) -> float:
 
 
 def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> None:
-    """Each command with `--jobs 1` and `--jobs JOBS`, alternately, best wall time of `runs`:
-    (CPU here, wall, CPU in the workers) of the best run of each."""
+    """Each command with `--jobs 1` and `--jobs JOBS`, alternately, `runs` times: the best wall
+    time of each, and the CPU figures of each side's least disturbed run (the serial run's least
+    CPU, the pooled run's least free-core wall time)."""
     commands = dict(COMMANDS)
     dest = tempfile.mkdtemp(prefix="bench-many-summaries-")
     commands["audit --summaries-out"] = ["audit", "--summaries-out", dest, "--full-rescan"]
@@ -221,10 +225,13 @@ def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> Non
                 for n, results in tried.items():
                     command = [*commands[name], "--jobs", n, path]
                     results.append(child_run(TIMED, *command, bytecode=True))
-            serial, pooled = (min(r, key=lambda run: run.wall) for r in tried.values())
+            walls = [min(run.wall for run in r) for r in tried.values()]
+            # the CPU figures of each side's least disturbed run (load inflates CPU time too)
+            serial = min(tried["1"], key=lambda run: run.cpu)
+            pooled = min(tried[str(jobs)], key=lambda run: free_cores_wall(run, jobs))
             print(
-                f"{name:<24} wall --jobs 1 {serial.wall:6.2f} s, --jobs {jobs} {pooled.wall:6.2f} "
-                f"s = {serial.wall / pooled.wall:4.2f}x; CPU {serial.cpu:5.2f} s vs "
+                f"{name:<24} wall --jobs 1 {walls[0]:6.2f} s, --jobs {jobs} {walls[1]:6.2f} "
+                f"s = {walls[0] / walls[1]:4.2f}x; CPU {serial.cpu:5.2f} s vs "
                 f"{pooled.cpu:5.2f} s here ({pooled.before:4.2f} s before its pool, "
                 f"{pooled.after:4.2f} s after) + {pooled.workers:5.2f} s in the forkserver "
                 f"({pooled.forkserver:4.2f} s) and workers (free cores: "
