@@ -24,7 +24,8 @@ and the load-independent estimate serial CPU / free-core wall, that wall being t
 CPU before and after its pool plus the rest of its CPU and the workers' (less the forkserver's
 share that ran beside its start) shared over the N processes: what the pool gives on idle cores,
 as the process that started the pool scans too whenever a worker's result is not back (a last
-chunk of imbalance aside). These runs import logrepair from cached bytecode, as an installed one does.
+chunk of imbalance aside). These runs import logrepair from cached bytecode, as an installed one
+does.
 """
 
 from __future__ import annotations
