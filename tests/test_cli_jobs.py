@@ -118,6 +118,22 @@ def test_the_real_cli_gives_the_same_bytes_with_and_without_jobs(tmp_path) -> No
         ), args
 
 
+def test_a_future_dir_beside_its_live_dir_gives_the_serial_losses(tmp_path) -> None:
+    """Two dirs of one topic-partition (live and future): each partition's loss is made beside its
+    scan from the partition alone, and the root checkpoints are held to the last of the two, as
+    the serial plan holds them; the losses that disagree are made again in the one process."""
+    d = damaged_log_dir(tmp_path, 3, None)
+    live = d / "orders-1"
+    future = d / f"orders-1.{'0' * 32}-future"
+    shutil.copytree(live, future)
+    for segment in sorted(future.glob("*.log"))[1:]:
+        segment.unlink()  # the future dir's log ends earlier
+    for mode in ("kafka", "salvage"):
+        serial, pooled = serial_and_pooled("repair", str(d), "--mode", mode, "--dry-run", "--json")
+        assert pooled == serial
+        assert [p["topic"] for p in json.loads(serial[1])["partitions"]].count("orders") > 1
+
+
 def test_jobs_below_one_is_a_usage_line(tmp_path) -> None:
     d = damaged_log_dir(tmp_path, 1, None)
     before = tree_digest(DISK, str(d))

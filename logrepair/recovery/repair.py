@@ -81,7 +81,7 @@ class RepairResult:
             "removed_bytes": self.plan.removed_bytes,
             "removed_offsets": [list(r) for r in self.plan.removed_offsets],
             "gaps": [list(g) for g in self.plan.gaps],
-            "partitions": [p.to_json() for p in self.plan.partitions],
+            "partitions": [p.output_json() for p in self.plan.partitions],
             "quarantine": self.quarantine,
             "left": self.plan.left,
             "notes": self.plan.notes,
