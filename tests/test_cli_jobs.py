@@ -91,6 +91,7 @@ def test_jobs_give_what_the_serial_run_gives_on_random_damaged_log_dirs(
         ("repair", path, "--mode", "point-in-time", "--dry-run", "--json"),
         ("repair", path, "--mode", "salvage", "--dry-run", "--json"),
         ("rebuild-index", path, "--dry-run"),
+        ("rebuild-index", path, "--dry-run", "--json"),
         ("audit", path, "--json"),
         ("audit", path),
     ):

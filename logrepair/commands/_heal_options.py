@@ -54,7 +54,7 @@ def run_heal(args: argparse.Namespace, render: Callable[[RepairResult], str]) ->
 
     journaled_run(args, run)
     healed = found["heal"]
-    emit(args, healed.to_json(), _text(healed, render))
+    emit(args, healed.to_json, lambda: _text(healed, render))
     return 1 if healed.lost else 0
 
 

@@ -205,11 +205,13 @@ def lock_status(disk: Disk, path: str, is_log_dir: bool) -> tuple[bool, str | No
     return lock_note(disk, lock_path(disk, path, is_log_dir))
 
 
-def emit(args: argparse.Namespace, data: dict, text: str | Callable[[], str]) -> None:
-    """`--json`: the object alone on stdout; else the human text (a callable is rendered only
-    then: nothing is computed for output that is not printed)."""
+def emit(
+    args: argparse.Namespace, data: dict | Callable[[], dict], text: str | Callable[[], str]
+) -> None:
+    """`--json`: the object alone on stdout; else the human text (a callable, of either, is made
+    only when printed: nothing is computed for output that is not printed)."""
     if args.json:
-        print(json_out.dumps(data))
+        print(json_out.dumps(data() if callable(data) else data))
     else:
         print(text() if callable(text) else text)
 

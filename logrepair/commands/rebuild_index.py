@@ -34,8 +34,13 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = journaled_run(args, rebuild_indexes)
+    emit(args, lambda: to_json(result), lambda: render(result))
+    return 0
+
+
+def to_json(result: RepairResult) -> dict:
     plan = result.plan
-    data = {
+    return {
         "path": plan.root,
         "applied": result.applied,
         "actions": [a.output_json() for a in plan.actions],
@@ -44,8 +49,6 @@ def run(args: argparse.Namespace) -> int:
         "finished_interrupted": result.finished,
         "links": [link.to_json() for link in plan.links],
     }
-    emit(args, data, lambda: render(result))
-    return 0
 
 
 def render(result: RepairResult) -> str:

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     locked, note = lock_status(OsDisk(), result.root, result.is_log_dir)
     emit(
         args,
-        {**result.to_json(), "locked_by_other_process": locked},
+        lambda: {**result.to_json(), "locked_by_other_process": locked},
         lambda: render(result) + (f"\nnote: {note}" if note else ""),
     )
     return 0 if result.clean else 1
