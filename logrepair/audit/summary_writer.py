@@ -121,13 +121,16 @@ def write_summaries(
     full_rescan: bool = False,
     disk: Disk | None = None,
     segments: Mapper | None = None,
+    plans: list[LogDirPlan] | None = None,
 ) -> list[BrokerSummary]:
     """Summarizes the log dirs under `paths` into DEST, one summary per broker label (the audit's:
     `node-<node.id>`, or `broker` for all of them). `segments` scans the segments to summarize
-    (`logrepair.pool`: in worker processes, in order; None: one after the other here)."""
+    (`logrepair.pool`: in worker processes, in order; None: one after the other here). `plans`:
+    the log dirs `discover` found under `paths` already."""
     disk = disk or OsDisk()
     fs, root = open_location(dest)
-    plans = discover(disk, paths, segments)
+    if plans is None:
+        plans = discover(disk, paths, segments)
     if broker is not None:
         for p in plans:
             p.broker = broker
