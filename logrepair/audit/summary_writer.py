@@ -40,7 +40,7 @@ from .discovery import discover
 from .errors import SummaryError
 from .model import LogDirPlan, SegmentSummary, SegmentTask
 from .segments import summarize_details
-from .summary_store import open_location
+from .summary_store import open_location, read_file
 from .summary_tables import (
     DETAIL_COLUMNS,
     DIGEST_COLUMNS,
@@ -240,9 +240,7 @@ class BrokerSummaryWriter:
         log dirs is refused rather than replaced."""
         mine = {d.meta.directory_id for d in dirs if d.meta and d.meta.directory_id}
         try:
-            table = pq.read_table(
-                self._final("log_dirs"), filesystem=self.fs, columns=["directory_id"]
-            )
+            table = read_file(self.fs, self._final("log_dirs"), ["directory_id"])
         except (FileNotFoundError, pa.ArrowException, OSError):
             return
         theirs = {i for i in table.column("directory_id").to_pylist() if i}
@@ -258,7 +256,7 @@ class BrokerSummaryWriter:
         taken (ns), when it can be reused: same format version and same logrepair version (a
         newer scanner may find more)."""
         try:
-            manifest = pq.read_table(self._final("broker"), filesystem=self.fs).to_pylist()
+            manifest = read_file(self.fs, self._final("broker")).to_pylist()
         except (FileNotFoundError, pa.ArrowException, OSError):
             return {}, 0
         versions = [(m["format_version"], m["logrepair_version"]) for m in manifest]
@@ -267,9 +265,7 @@ class BrokerSummaryWriter:
             self.stats.previous = f"not used: written as {found or 'nothing'}"
             return {}, 0
         try:
-            table = pq.read_table(
-                self._final("segments"), filesystem=self.fs, columns=["file", *STAMP_COLUMNS]
-            )
+            table = read_file(self.fs, self._final("segments"), ["file", *STAMP_COLUMNS])
         except (FileNotFoundError, pa.ArrowException, OSError) as e:
             self.stats.previous = f"not used: unreadable: {e}"
             return {}, 0

@@ -7,7 +7,7 @@ import json
 import re
 import sys
 
-from .. import pool
+from .. import json_out, pool
 from ..audit.discovery import DiscoveryError, discover
 from ..audit.errors import SummaryError
 from ..audit.local import DEFAULT_RECOVERY_RATE, audit_paths
@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         data = report.to_json()
         for d in data["log_dirs"]:
             d["locked_by_other_process"] = locks[d["path"]][0]
-        sys.stdout.write(json.dumps(data, indent=1) + "\n")  # one write, not one per token
+        sys.stdout.write(json_out.dumps(data) + "\n")  # one write, not one per token
     else:
         print_table(report)
         for _, note in locks.values():
