@@ -32,11 +32,10 @@ from .disk import Disk, join, parent_of
 from .leader_epoch import EpochEntry, write_leader_epochs
 from .leader_epoch_cache import LeaderEpochCache
 from .log_append import (
+    Appended,
     AppendInfo,
     ProducerRecord,
-    analyze,
-    assign_epochs,
-    follower_batches,
+    follower_append,
     producer_appends,
 )
 from .log_config import INT_MAX, LogConfig
@@ -314,7 +313,7 @@ class Log:
                 is_transactional=is_transactional,
                 partition_leader_epoch=leader_epoch,
             )
-            info = self._append([RecordBatch(memoryview(batch))], batch, leader=True)
+            info = self._append(Appended(batch, [RecordBatch(memoryview(batch))]), leader=True)
             self._high_watermark = self._end.offset
             return info
 
@@ -342,7 +341,7 @@ class Log:
                 timestamp=self.clock.milliseconds(),
                 partition_leader_epoch=leader_epoch,
             )
-            info = self._append([RecordBatch(memoryview(batch))], batch, leader=True)
+            info = self._append(Appended(batch, [RecordBatch(memoryview(batch))]), leader=True)
             self._high_watermark = self._end.offset
             return info
 
@@ -354,15 +353,14 @@ class Log:
         # The batches are views into the data: immutable bytes keep them valid after the call.
         if not isinstance(data, bytes):
             data = bytes(data)
-        batches, valid = follower_batches(data, self.topic_partition)
+        appended = follower_append(data, self.topic_partition)
         with self._mutating(
             f"Error while appending records to {self.topic_partition} in dir {self.dir}"
         ):
-            first = batches[0]
             leo = self._end.offset
-            first_known = first.magic >= 2
-            first_offset = first.base_offset if first_known else first.last_offset
+            first_known, first_offset = appended.first_offset()
             if first_offset < leo:
+                batches = appended.batch_list()
                 which = "First offset" if first_known else "Last offset of the first batch"
                 raise UnexpectedAppendOffsetError(
                     f"Unexpected offset in append to {self.topic_partition}. {which} {first_offset} "
@@ -370,12 +368,13 @@ class Log:
                     f"{[b.last_offset for b in batches[:10]]}, last offset in append: "
                     f"{batches[-1].last_offset}. Log start offset = {self._log_start_offset}"
                 )
-            return self._append(batches, valid, leader=False)
+            return self._append(appended, leader=False)
 
-    def _append(self, batches: list, data: bytes, *, leader: bool) -> AppendInfo:
+    def _append(self, appended: Appended, *, leader: bool) -> AppendInfo:
         """Kafka's `UnifiedLog.append` after the records are built: analyze, producer state,
         epochs, roll, write, then the log end and the transaction index."""
         config = self.config
+        data = appended.data
         if len(data) > config.segment_bytes:
             raise RecordTooLargeError(
                 f"Message batch size is {len(data)} bytes in append to partition "
@@ -383,13 +382,15 @@ class Log:
                 f"{config.segment_bytes}."
             )
         limit = config.max_message_bytes if leader else None
-        info = analyze(batches, limit, self.topic_partition)
+        info = appended.analysis(limit, self.topic_partition)
         first_offset, last_offset, max_ts, ts_offset, with_producer = info
         if with_producer:
-            state, aborted = producer_appends(self._producer_state, batches, self.topic_partition)
+            state, aborted = producer_appends(
+                self._producer_state, appended.batch_list(), self.topic_partition
+            )
         else:
             state, aborted = self._producer_state, []
-        assign_epochs(self.leader_epoch_cache, batches)
+        appended.assign_epochs(self.leader_epoch_cache)
         segment = self._maybe_roll(len(data), max_ts, last_offset, first_offset)
         segment.append(last_offset, max_ts, ts_offset, data)
         # The log end moves before the txn index is written (KAFKA-7866).
@@ -401,7 +402,7 @@ class Log:
         if self._end.offset - self._recovery_point >= config.flush_messages:
             self._flush(self._end.offset, inclusive=False)
         return AppendInfo(
-            first_offset if first_offset is not None else batches[0].last_offset,
+            first_offset if first_offset is not None else appended.batches[0].last_offset,
             last_offset,
             max_ts,
             ts_offset,

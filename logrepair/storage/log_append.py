@@ -6,9 +6,13 @@ steps of `UnifiedLog.append`. `Log` runs them in this order under its lock, then
 from __future__ import annotations
 
 import logging
+import struct
+from array import array
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from ..format.append_runs import append_run
+from ..format.batch import LOG_OVERHEAD, RecordBatch
 from ..format.errors import Defect, FormatError
 from ..format.walker import Walker
 from .layout import TopicPartition
@@ -46,6 +50,86 @@ class AppendAnalysis(NamedTuple):
     max_timestamp: int
     offset_of_max_timestamp: int
     with_producer: bool  # a v2 batch carries a producer id: producer state must check it
+
+
+_MAX_LENGTH = 2**31 - LOG_OVERHEAD  # the walker's, without a maximum batch size
+_LENGTH = struct.Struct(">i")
+
+
+class Appended:
+    """The whole batches of one append (`data`) and what they add up to.
+
+    Either the batch objects (`batches`: the leader's batch, or a follower's append the walker
+    walked) or the C append run's sum (`run`, see `format.append_runs`): then no batch object is
+    made unless producer state or an error message reads them."""
+
+    __slots__ = ("data", "batches", "run")
+
+    def __init__(self, data: bytes, batches: list | None, run: tuple | None = None) -> None:
+        self.data = data
+        self.batches = batches
+        self.run = run
+
+    def batch_list(self) -> list:
+        if self.batches is None:
+            self.batches = batch_views(self.data)
+        return self.batches
+
+    def first_offset(self) -> tuple[bool, int]:
+        """Whether the first batch is v2, and its base offset (v0/v1: its last offset), which
+        Kafka checks against the log end."""
+        if self.run is not None:
+            return True, self.run[2]
+        first = self.batches[0]
+        if first.magic >= 2:
+            return True, first.base_offset
+        return False, first.last_offset
+
+    def analysis(self, limit: int | None, topic_partition: TopicPartition) -> AppendAnalysis:
+        if self.run is None:
+            return analyze(self.batches, limit, topic_partition)
+        _, _, first, last, max_ts, ts_offset, producer, _ = self.run
+        return AppendAnalysis(first, last, max_ts, ts_offset, producer)
+
+    def assign_epochs(self, cache: LeaderEpochCache) -> None:
+        if self.run is None:
+            assign_epochs(cache, self.batches)
+            return
+        pairs = array("q", self.run[7])
+        for i in range(0, len(pairs), 2):
+            cache.assign(pairs[i], pairs[i + 1])
+
+
+def follower_append(data: bytes, topic_partition: TopicPartition) -> Appended:
+    """`follower_batches` of `data`, summed up in C when every batch is one the walker takes as it
+    comes (a torn batch at the end is dropped too); otherwise the walker's batches."""
+    if append_run is not None:
+        run = append_run(data, _MAX_LENGTH)
+        n, end, last = run[0], run[1], run[3]
+        if n and (end == len(data) or _torn_at(data, end, last + 1)):
+            return Appended(data if end == len(data) else data[:end], None, run)
+    batches, valid = follower_batches(data, topic_partition)
+    return Appended(valid, batches)
+
+
+def _torn_at(data: bytes, end: int, expected: int) -> bool:
+    """Whether the walker, having taken the batches before `end`, finds a torn tail there."""
+    rest = Walker(
+        memoryview(data)[end:], file_position=end, file_size=len(data), expected_offset=expected
+    )
+    item = next(iter(rest), None)
+    return isinstance(item, Defect) and item.kind == "torn_tail"
+
+
+def batch_views(data: bytes) -> list[RecordBatch]:
+    """The v2 batches of `data`, which an append run has checked: views, nothing checked again."""
+    mv = memoryview(data)
+    out, pos = [], 0
+    while pos < len(mv):
+        end = pos + LOG_OVERHEAD + _LENGTH.unpack_from(mv, pos + 8)[0]
+        out.append(RecordBatch(mv[pos:end], pos, None, True))
+        pos = end
+    return out
 
 
 def follower_batches(data: bytes, topic_partition: TopicPartition) -> tuple[list, bytes]:
