@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..format.append_runs import append_run
-from ..format.batch import LOG_OVERHEAD, RecordBatch
+from ..format.batch import LOG_OVERHEAD, Record, RecordBatch, build_batch
 from ..format.errors import Defect, FormatError
 from ..format.walker import Walker
 from .layout import TopicPartition
@@ -70,6 +70,11 @@ class Appended:
         self.batches = batches
         self.run = run
 
+    @classmethod
+    def of(cls, batch: bytes) -> Appended:
+        """The one batch a leader built."""
+        return cls(batch, [RecordBatch(memoryview(batch))])
+
     def batch_list(self) -> list:
         if self.batches is None:
             self.batches = batch_views(self.data)
@@ -98,6 +103,31 @@ class Appended:
         pairs = array("q", self.run[7])
         for i in range(0, len(pairs), 2):
             cache.assign(pairs[i], pairs[i + 1])
+
+
+def leader_batch(
+    records: Sequence[ProducerRecord], base: int, now: int, timestamp_type: str, **fields
+) -> bytes:
+    """The batch a leader builds of `records` at the log end `base`: offsets in turn, each
+    record's timestamp or `now`, and `now` for all under `LogAppendTime`; `fields` are
+    `build_batch`'s producer, codec and epoch arguments."""
+    log_append = timestamp_type == "LogAppendTime"
+    return build_batch(
+        (
+            Record(
+                base + i,
+                now if r.timestamp is None else r.timestamp,
+                r.key,
+                r.value,
+                tuple(r.headers),
+            )
+            for i, r in enumerate(records)
+        ),
+        base_offset=base,
+        timestamp_type="append" if log_append else "create",
+        log_append_time=now if log_append else None,
+        **fields,
+    )
 
 
 def follower_append(data: bytes, topic_partition: TopicPartition) -> Appended:
