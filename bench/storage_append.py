@@ -37,7 +37,8 @@ import time
 from collections.abc import Callable
 
 from bench.format_walk import MiB, WalkDriver, parse_size, windowed, write_file
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.crc import crc32c
 from logrepair.storage.clock import ManualClock
 from logrepair.storage.layout import TopicPartition

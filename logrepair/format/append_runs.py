@@ -29,8 +29,8 @@ from __future__ import annotations
 import struct
 from array import array
 
-from .batch import _ACCELERATOR
 from .crc import crc32c
+from .record_codec import _ACCELERATOR
 
 NONE = -(2**63)
 NO_TIMESTAMP = -1

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..format.batch import CONTROL_MASK, TRANSACTIONAL_MASK, RecordBatch
+from ..format.batch import RecordBatch
+from ..format.batch_layout import CONTROL_MASK, TRANSACTIONAL_MASK
 from ..format.errors import Defect, FormatError
 from ..format.legacy import LegacyBatch
 from ..format.walker import CRC_VALID_KINDS

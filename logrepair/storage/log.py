@@ -18,7 +18,8 @@ import logging
 import threading
 from collections.abc import Iterable, Sequence
 
-from ..format.batch import ControlType, EndTransactionMarker, build_end_txn_marker
+from ..format.batch_builder import build_end_txn_marker
+from ..format.control import ControlType, EndTransactionMarker
 from . import layout, log_reads, log_retention
 from .clock import Clock, SystemClock
 from .disk import Disk, join, parent_of

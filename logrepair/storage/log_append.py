@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from ..format.append_runs import append_run
-from ..format.batch import LOG_OVERHEAD, Record, RecordBatch, build_batch
+from ..format.batch import RecordBatch
+from ..format.batch_builder import build_batch
+from ..format.batch_layout import LOG_OVERHEAD, Record
 from ..format.errors import Defect, FormatError
 from ..format.walker import Walker
 from .layout import TopicPartition

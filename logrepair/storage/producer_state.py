@@ -8,7 +8,8 @@ offset — and therefore the `.txnindex` — is computed from. The snapshot file
 
 from __future__ import annotations
 
-from ..format.batch import ControlType, increment_sequence
+from ..format.batch_layout import increment_sequence
+from ..format.control import ControlType
 from .producer_snapshot import ProducerSnapshotEntry as ProducerEntry
 from .txn_index import AbortedTxn
 

@@ -9,7 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logrepair.format.batch import Record, RecordBatch, build_batch
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.legacy import build_legacy_batch
 from logrepair.storage import layout
 from logrepair.storage import segment as segment_module
