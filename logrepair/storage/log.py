@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 from ..format.batch_builder import build_end_txn_marker
 from ..format.control import ControlType, EndTransactionMarker
@@ -44,22 +44,15 @@ from .log_errors import (
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
 )
-from .log_loader import (
-    load_file_names,
-    load_log,
-    load_producer_state,
-    partition_dir,
-    replay_producer_state,
-    snapshot_offsets,
-)
+from .log_loader import LoadedLog, load_file_names, load_log, partition_dir
 from .log_reads import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
     FetchResult,
 )
-from .producer_snapshot import write_snapshot
 from .producer_state import ProducerState
+from .producer_state_manager import ProducerStateManager
 from .scheduler import Scheduler
 from .segment import CorruptSegmentError, RollParams, Segment
 from .time_index import TimestampOffset
@@ -79,14 +72,7 @@ class Log:
         config: LogConfig,
         clock: Clock,
         scheduler: Scheduler,
-        segments: Sequence[Segment],
-        *,
-        log_start_offset: int,
-        recovery_point: int,
-        high_watermark: int,
-        log_end_offset: int,
-        epoch_entries: Iterable[EpochEntry],
-        producer_state: ProducerState,
+        loaded: LoadedLog,
     ) -> None:
         """Use `Log.open`; this wires up what it loaded."""
         self.disk = disk
@@ -97,14 +83,17 @@ class Log:
         self.scheduler = scheduler
         self._lock = threading.RLock()
         self._local = LocalLog(
-            disk, dir, topic_partition, config, clock, scheduler, self._lock, segments,
-            recovery_point=recovery_point, log_end_offset=log_end_offset,
+            disk, dir, topic_partition, config, clock, scheduler, self._lock, loaded.segments,
+            recovery_point=loaded.recovery_point, log_end_offset=loaded.log_end_offset,
         )  # fmt: skip
-        self._log_start_offset = log_start_offset
-        self._high_watermark = high_watermark
-        self.leader_epoch_cache = LeaderEpochCache(self._write_epoch_checkpoint, epoch_entries)
-        self._producer_state = producer_state
-        self._last_snapshot_offset = -1
+        self._log_start_offset = loaded.log_start_offset
+        self._high_watermark = loaded.high_watermark
+        self.leader_epoch_cache = LeaderEpochCache(
+            self._write_epoch_checkpoint, loaded.epoch_entries
+        )
+        self._producers = ProducerStateManager(
+            disk, dir, loaded.producer_state, loaded.snapshot_offset
+        )
         self._offline: str | None = None
 
     # --- loading ---------------------------------------------------------------------------------
@@ -134,10 +123,19 @@ class Log:
         bases, snapshots = load_file_names(disk, dir)
         segments: list[Segment] = []
         try:
-            return cls._load(
-                disk, dir, tp, config, clock, scheduler, bases, snapshots, segments,
+            # Every segment loading opens goes into `segments`, to be closed on failure.
+            loaded = load_log(
+                disk, dir, config, clock, bases, snapshots, segments,
                 log_start_offset, recovery_point, high_watermark,
             )  # fmt: skip
+            self = cls(disk, dir, tp, config, clock, scheduler, loaded)
+            if loaded.doomed:
+                self._local.schedule_delete(loaded.doomed)
+                self.leader_epoch_cache.clear_and_flush()
+            self.leader_epoch_cache.truncate_from_end(loaded.log_end_offset)
+            self.leader_epoch_cache.truncate_from_start(log_start_offset)
+            self._producers.catch_up(self._local, loaded.log_end_offset)
+            return self
         except CorruptSegmentError as e:
             for s in segments:
                 s.close_handlers()
@@ -146,54 +144,6 @@ class Log:
             for s in segments:
                 s.close_handlers()
             raise
-
-    @classmethod
-    def _load(
-        cls,
-        disk: Disk,
-        dir: str,
-        tp: layout.TopicPartition,
-        config: LogConfig,
-        clock: Clock,
-        scheduler: Scheduler,
-        bases: list[int],
-        snapshots: list[int],
-        segments: list[Segment],
-        log_start_offset: int,
-        recovery_point: int | None,
-        high_watermark: int | None,
-    ) -> Log:
-        """The body of `open`; every segment it opens goes into `segments` (closed on failure)."""
-        loaded = load_log(
-            disk, dir, config, clock, bases, snapshots, segments,
-            log_start_offset, recovery_point, high_watermark,
-        )  # fmt: skip
-        self = cls(
-            disk,
-            dir,
-            tp,
-            config,
-            clock,
-            scheduler,
-            loaded.segments,
-            log_start_offset=loaded.log_start_offset,
-            recovery_point=loaded.recovery_point,
-            high_watermark=loaded.high_watermark,
-            log_end_offset=loaded.log_end_offset,
-            epoch_entries=loaded.epoch_entries,
-            producer_state=loaded.producer_state,
-        )
-        self._last_snapshot_offset = loaded.snapshot_offset
-        doomed, leo, producer_state = loaded.doomed, loaded.log_end_offset, loaded.producer_state
-        if doomed:
-            self._local.schedule_delete(doomed)
-            self.leader_epoch_cache.clear_and_flush()
-        self.leader_epoch_cache.truncate_from_end(leo)
-        self.leader_epoch_cache.truncate_from_start(log_start_offset)
-        if producer_state.map_end_offset < leo:
-            replay_producer_state(self._local, producer_state, producer_state.map_end_offset, leo)
-            self._take_snapshot(sync=True)
-        return self
 
     # --- state -----------------------------------------------------------------------------------
 
@@ -236,7 +186,7 @@ class Log:
 
     @property
     def producer_state(self) -> ProducerState:
-        return self._producer_state
+        return self._producers.state
 
     def __repr__(self) -> str:
         return (
@@ -357,17 +307,17 @@ class Log:
         first_offset, last_offset, max_ts, ts_offset, with_producer = info
         if with_producer:
             state, aborted = producer_appends(
-                self._producer_state, appended.batch_list(), self.topic_partition
+                self._producers.state, appended.batch_list(), self.topic_partition
             )
         else:
-            state, aborted = self._producer_state, []
+            state, aborted = self._producers.state, []
         appended.assign_epochs(self.leader_epoch_cache)
         self._maybe_roll(len(data), max_ts, last_offset, first_offset)
         local = self._local
         # The log end moves before the txn index is written (KAFKA-7866).
         segment = local.append(last_offset, max_ts, ts_offset, data)
         state.map_end_offset = last_offset + 1
-        self._producer_state = state
+        self._producers.state = state
         for txn in aborted:
             segment.update_txn_index(txn)
         if local.end.offset - local.recovery_point >= config.flush_messages:
@@ -411,10 +361,8 @@ class Log:
         """Kafka's `UnifiedLog.roll`: the local roll, then the producer snapshot at the new
         segment's base and the flush of everything below it, scheduled."""
         new = self._local.roll(expected_next_offset)
-        self._producer_state.map_end_offset = max(
-            self._producer_state.map_end_offset, new.base_offset
-        )
-        snapshot = self._take_snapshot(sync=False)
+        self._producers.advance_to(new.base_offset)
+        snapshot = self._producers.take_snapshot(sync=False)
         self.scheduler.schedule(
             "flush-log", 0, lambda: self._flush_after_roll(snapshot, new.base_offset)
         )
@@ -527,7 +475,7 @@ class Log:
         self._log_start_offset = offset
         self._local.recovery_point = max(self._local.recovery_point, offset)
         self.leader_epoch_cache.truncate_from_start(offset)
-        self._producer_state.on_log_start_offset_incremented(offset)
+        self._producers.state.on_log_start_offset_incremented(offset)
         log.info("Incremented log start offset to %d due to %s", offset, reason)
 
     def update_high_watermark(self, offset: int) -> int:
@@ -569,7 +517,7 @@ class Log:
             self._local.truncate_to(target)
             self.leader_epoch_cache.truncate_from_end(target)
             self._log_start_offset = min(target, self._log_start_offset)
-            self._rebuild_producer_state(target)
+            self._producers.rebuild(self._local, self._log_start_offset, target)
             if self._high_watermark >= target:
                 self._high_watermark = target
             return True
@@ -590,41 +538,9 @@ class Log:
     def _truncate_fully_and_start_at(self, new_offset: int, log_start_offset: int | None) -> None:
         self._local.truncate_fully_and_start_at(new_offset)
         self.leader_epoch_cache.clear_and_flush()
-        self._producer_state.truncate_fully_and_start_at(new_offset)
-        for offset in snapshot_offsets(self.disk, self.dir):
-            self.disk.unlink(join(self.dir, layout.snapshot_file_name(offset)))
-        self._last_snapshot_offset = -1
+        self._producers.truncate_fully_and_start_at(new_offset)
         self._log_start_offset = new_offset if log_start_offset is None else log_start_offset
         self._high_watermark = new_offset
-
-    # --- producer state --------------------------------------------------------------------------
-
-    def _take_snapshot(self, *, sync: bool) -> str | None:
-        """Writes `<map end offset>.snapshot` unless one at that offset was already written."""
-        offset = self._producer_state.map_end_offset
-        if offset <= self._last_snapshot_offset:
-            return None
-        path = join(self.dir, layout.snapshot_file_name(offset))
-        write_snapshot(self.disk, path, list(self._producer_state.entries), sync=sync)
-        self._last_snapshot_offset = offset
-        return path
-
-    def _rebuild_producer_state(self, target: int) -> None:
-        """After truncation: drop snapshots past `target`, reload the newest one left, replay the
-        batches after it up to `target`, snapshot at `target` (Kafka's `rebuildProducerState`)."""
-        offsets = snapshot_offsets(self.disk, self.dir)
-        for offset in offsets:
-            if offset > target:
-                self.disk.unlink(join(self.dir, layout.snapshot_file_name(offset)))
-        kept = [o for o in offsets if o <= target]
-        state, snapshot_offset = load_producer_state(
-            self.disk, self.dir, kept, self._log_start_offset, target
-        )
-        if state.map_end_offset < target:
-            replay_producer_state(self._local, state, state.map_end_offset, target)
-        self._producer_state = state
-        self._last_snapshot_offset = snapshot_offset
-        self._take_snapshot(sync=True)
 
     # --- reads -----------------------------------------------------------------------------------
 
@@ -676,10 +592,8 @@ class Log:
                     ):
                         local = self._local
                         local.flush(local.end.offset, inclusive=True)
-                        self._producer_state.map_end_offset = max(
-                            self._producer_state.map_end_offset, local.end.offset
-                        )
-                        self._take_snapshot(sync=True)
+                        self._producers.advance_to(local.end.offset)
+                        self._producers.take_snapshot(sync=True)
                         for segment in local.segments:
                             segment.close()
             finally:

@@ -15,7 +15,6 @@ from .abstract_index import IndexFileError
 from .clock import Clock
 from .disk import Disk, join, parent_of
 from .leader_epoch import EpochEntry, read_leader_epochs
-from .local_log import LocalLog
 from .log_config import LogConfig
 from .log_errors import LogError, LogNotCleanError
 from .producer_snapshot import CorruptSnapshotError, read_snapshot
@@ -141,20 +140,6 @@ def load_producer_state(
             continue
         return ProducerState(offset, tuple(entries)), offset
     return ProducerState(max(log_end_offset, log_start_offset)), -1
-
-
-def replay_producer_state(local: LocalLog, state: ProducerState, start: int, end: int) -> None:
-    """Kafka's `rebuildProducerState` replay: the producer batches in [start, end) into `state`."""
-    for segment in local.segments_in_range(start, end):
-        position = segment.offset_index.lookup(start).position
-        for entry in segment.entries(position):
-            if entry.base_offset >= end:
-                break
-            if entry.last_offset < start:
-                continue
-            if entry.magic >= 2 and entry.producer_id >= 0:
-                state.append_batch(segment.read_batch(entry))
-    state.map_end_offset = end
 
 
 class LoadedLog(NamedTuple):
