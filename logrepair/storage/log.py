@@ -54,7 +54,8 @@ from .log_reads import (
 from .producer_state import ProducerState
 from .producer_state_manager import ProducerStateManager
 from .scheduler import Scheduler
-from .segment import CorruptSegmentError, RollParams, Segment
+from .segment import RollParams, Segment
+from .segment_entries import CorruptSegmentError
 from .time_index import TimestampOffset
 from .txn_index import AbortedTxn
 
