@@ -6,12 +6,14 @@ Baselines and targets:
   checked, written through the Disk, indexes kept, segments rolled at `--segment-bytes`) against
   `os.write` of the same bytes to one file. Each append carries `--append-bytes` of batches, as a
   replica fetch does: ~16 KiB batches (a producer's default `batch.size`), then ~256 KiB ones.
-  Target: >= 0.7x. Two more lines say where the time goes, in the same interleaved runs: the
-  floor of any append that checks every batch's CRC as Kafka's does (`os.write` after a bare
-  length + CRC-32C loop over the batches, in Python) and the follower's check alone
-  (`log_append.follower_append`: the C append run over each append, no batch objects built; the
-  `Walker` where the accelerator is not built). The leader path (`Log.append`, which also builds each batch of 64 records of
-  ~220 bytes) is reported in records/s, without a target: building is the format library's cost.
+  Target: >= 0.7x. The same appends from an idempotent producer (a producer id on every batch,
+  Kafka's default since 3.0: producer state reads each) are reported beside it. Two more lines
+  say where the time goes, in the same interleaved runs: the floor of any append that checks
+  every batch's CRC as Kafka's does (`os.write` after a bare length + CRC-32C loop over the
+  batches, in Python) and the follower's check alone (`log_append.follower_append`: the C append
+  run over each append, no batch objects built; the `Walker` where the accelerator is not
+  built). The leader path (`Log.append`, which also builds each batch of 64 records of ~220
+  bytes) is reported in records/s, without a target: building is the format library's cost.
 - index rebuild of one segment of `--size` bytes (`Segment.rebuild_indexes`: Kafka's recovery rule
   of `storage.index_builder` over `storage.scan` windows, real `.index`/`.timeindex` files
   written) against the shallow
@@ -56,9 +58,10 @@ class Payloads:
     """Appends of ~`append_bytes` made of batches of ~`batch_bytes` with continuing offsets.
 
     A few batches are built once and reused; only each batch's base offset (outside the CRC) is
-    rewritten, so making the next payload costs little and is not timed."""
+    rewritten, so making the next payload costs little and is not timed. With `producer_id`, every
+    batch is an idempotent producer's (Kafka's default since 3.0), so producer state reads each."""
 
-    def __init__(self, append_bytes: int, batch_bytes: int) -> None:
+    def __init__(self, append_bytes: int, batch_bytes: int, producer_id: int = -1) -> None:
         rng = random.Random(batch_bytes)
         per_batch = max(1, batch_bytes // 240)
         self.batches = []
@@ -72,7 +75,14 @@ class Payloads:
                 )
                 for i in range(per_batch)
             ]
-            self.batches.append((bytearray(build_batch(records, base_offset=0)), per_batch))
+            batch = build_batch(
+                records,
+                base_offset=0,
+                producer_id=producer_id,
+                producer_epoch=0 if producer_id >= 0 else -1,
+                base_sequence=0 if producer_id >= 0 else -1,
+            )
+            self.batches.append((bytearray(batch), per_batch))
         self.per_append = max(1, append_bytes // len(self.batches[0][0]))
         self.next_offset = 0
 
@@ -154,9 +164,14 @@ def check_only(total: int, append_bytes: int, batch_bytes: int) -> float:
 
 
 def log_appends(
-    dir: str, total: int, append_bytes: int, segment_bytes: int, batch_bytes: int = 16 * 1024
+    dir: str,
+    total: int,
+    append_bytes: int,
+    segment_bytes: int,
+    batch_bytes: int = 16 * 1024,
+    producer_id: int = -1,
 ) -> float:
-    payloads = Payloads(append_bytes, batch_bytes)
+    payloads = Payloads(append_bytes, batch_bytes, producer_id)
     path = os.path.join(dir, "bench-0")
     lg = Log.open(OsDisk(), path, LogConfig(segment_bytes=segment_bytes), clock=ManualClock(0))
     elapsed = 0.0
@@ -301,7 +316,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"batches of {batch_bytes // 1024} KiB =="
             )
             # Interleaved, so writeback of one run's dirty pages burdens both sides alike.
-            plains, floors, checks, logs = [], [], [], []
+            plains, floors, checks, logs, idempotent = [], [], [], [], []
             for _ in range(args.runs):
                 plains.append(plain_writes(tmp, size, args.append_bytes, batch_bytes))
                 floors.append(crc_then_write(tmp, size, args.append_bytes, batch_bytes))
@@ -309,9 +324,17 @@ def main(argv: list[str] | None = None) -> int:
                 logs.append(
                     log_appends(tmp, size, args.append_bytes, args.segment_bytes, batch_bytes)
                 )
+                idempotent.append(
+                    log_appends(tmp, size, args.append_bytes, args.segment_bytes, batch_bytes, 7)
+                )
             plain, floor, check, appended = min(plains), min(floors), min(checks), min(logs)
             met = compare("plain os.write", plain, "Log.append_batches", appended, size, 0.7)
             ok = ok and met
+            idem = min(idempotent)
+            print(
+                f"{'  idempotent producer':<28} {size / idem / MiB:8.0f} MiB/s   "
+                f"ratio {plain / idem:.2f}x (every batch with a producer id)"
+            )
             print(
                 f"{'floor: CRC-32C + os.write':<28} {size / floor / MiB:8.0f} MiB/s   "
                 f"ratio {plain / floor:.2f}x of plain; Log.append_batches {floor / appended:.2f}x "

@@ -1080,12 +1080,13 @@ done:
 /* --- append runs (see logrepair/format/append_runs.py, the reference) ---------------------------
  *
  * A follower's append summed up in one pass: the batches the walker's fast path takes, their first
- * and last offsets, the largest timestamp and where it is, whether producer state must read them,
- * and the leader epochs to assign, stopping before the first batch that needs the walker. */
+ * and last offsets, the largest timestamp and where it is, the leader epochs to assign, and what
+ * producer state reads of each batch with a producer id, stopping before the first batch that
+ * needs the walker. */
 
 PyDoc_STRVAR(append_run_doc,
              "append_run(buf, max_length)\n--\n\n"
-             "(n, end, first, last, max_ts, ts_offset, producer, epochs) of the batches at the "
+             "(n, end, first, last, max_ts, ts_offset, epochs, producers, txn) of the batches at the "
              "start of buf that the walker's fast path takes; see logrepair.format.append_runs.");
 
 static PyObject *
@@ -1111,10 +1112,13 @@ append_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
     int64_t limit = view.len, pos = 0, n = 0;
     int64_t first = NONE_VALUE, last = NONE_VALUE, floor = NONE_VALUE;
     int64_t max_ts = -1, ts_offset = NONE_VALUE, assigned = -1, n_epochs = 0;
-    int producer = 0;
-    /* At most one epoch pair per 61 bytes (the smallest batch). */
-    int64_t *epochs = PyMem_RawMalloc((size_t)(limit / 61 + 1) * 2 * sizeof(int64_t));
-    if (epochs == NULL) {
+    int64_t n_producers = 0;
+    int txn = 0;
+    /* At most one epoch pair and one producer row per 61 bytes (the smallest batch). */
+    size_t cap = (size_t)(limit / 61 + 1);
+    int64_t *epochs = PyMem_RawMalloc(cap * 2 * sizeof(int64_t));
+    int64_t *producers = PyMem_RawMalloc(cap * 6 * sizeof(int64_t));
+    if (epochs == NULL || producers == NULL) {
         PyErr_NoMemory();
         goto done;
     }
@@ -1126,6 +1130,7 @@ append_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         int64_t epoch = read_i32(b + 12);
         int8_t magic = (int8_t)b[16];
         uint32_t crc = (uint32_t)read_i32(b + 17);
+        int attributes = b[22]; /* the int16's low byte: all Kafka reads */
         int64_t delta = read_i32(b + 23);
         int64_t ts = read_i64(b + 35);
         int64_t producer_id = read_i64(b + 43);
@@ -1144,8 +1149,17 @@ append_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
             max_ts = ts;
             ts_offset = batch_last;
         }
-        if (producer_id >= 0)
-            producer = 1;
+        if (producer_id >= 0) {
+            int64_t *row = producers + 6 * n_producers++;
+            row[0] = producer_id;
+            row[1] = (int16_t)((uint16_t)b[51] << 8 | b[52]); /* producer epoch */
+            row[2] = read_i32(b + 53);                         /* base sequence */
+            row[3] = base;
+            row[4] = batch_last;
+            row[5] = ts;
+            if (attributes & 0x30) /* transactional or control */
+                txn = 1;
+        }
         if (epoch >= 0 && epoch != assigned) {
             epochs[2 * n_epochs] = epoch;
             epochs[2 * n_epochs + 1] = base;
@@ -1158,11 +1172,13 @@ append_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
     Py_END_ALLOW_THREADS
     if (ts_offset == NONE_VALUE)
         ts_offset = last;
-    result = Py_BuildValue("(LLLLLLNy#)", (long long)n, (long long)pos, (long long)first,
+    result = Py_BuildValue("(LLLLLLy#y#N)", (long long)n, (long long)pos, (long long)first,
                            (long long)last, (long long)max_ts, (long long)ts_offset,
-                           PyBool_FromLong(producer), (const char *)epochs,
-                           (Py_ssize_t)(n_epochs * 2 * 8));
+                           (const char *)epochs, (Py_ssize_t)(n_epochs * 2 * 8),
+                           (const char *)producers, (Py_ssize_t)(n_producers * 6 * 8),
+                           PyBool_FromLong(txn));
 done:
+    PyMem_RawFree(producers);
     PyMem_RawFree(epochs);
     PyBuffer_Release(&view);
     return result;

@@ -3,8 +3,8 @@ come, summed up in one call, so a replica fetch of hundreds of batches builds no
 
 `Log.append_batches` needs, of a valid append, only what its batches add up to (Kafka's
 `LogAppendInfo`): where the whole batches end, the first and last offsets, the largest timestamp
-and the offset of the batch that holds it, whether any batch carries a producer id (then producer
-state reads the batches), and the leader epochs to assign. `append_run` walks the batches that
+and the offset of the batch that holds it, the leader epochs to assign, and what producer state
+reads of each batch that carries a producer id. `append_run` walks the batches that
 pass the walker's fast path (magic 2, framing, offsets above the previous batch, record count
 within the offset range, CRC-32C) and returns that sum, stopping before the first batch that does
 not pass; the caller gives anything else (a torn or legacy tail, a defect) to the walker, the
@@ -15,13 +15,15 @@ interpreter's lock released; `append_run_python` is its reference, and a propert
 two equal on valid, damaged and random buffers.
 
 `append_run(buf, max_length)` walks `buf` from its start; `max_length` is the largest batch
-length field. Returns `(n, end, first, last, max_ts, ts_offset, producer, epochs)`: n batches
-ending at `end`, the first's base offset and the last's last offset (`NONE` with n == 0), the
-largest max timestamp (`NO_TIMESTAMP` when none is above it) and the last offset of the first
-batch holding it (the run's last offset when none does), `producer` whether a batch carries a
-producer id, and `epochs`, native int64 pairs (epoch, base offset) where a batch's non-negative
-leader epoch differs from the last one so assigned: the assignments Kafka's batch-by-batch
-`assign` leaves the epoch cache with.
+length field. Returns `(n, end, first, last, max_ts, ts_offset, epochs, producers, txn)`: n
+batches ending at `end`, the first's base offset and the last's last offset (`NONE` with n == 0),
+the largest max timestamp (`NO_TIMESTAMP` when none is above it) and the last offset of the first
+batch holding it (the run's last offset when none does); `epochs`, native int64 pairs (epoch, base
+offset) where a batch's non-negative leader epoch differs from the last one so assigned: the
+assignments Kafka's batch-by-batch `assign` leaves the epoch cache with; `producers`, native int64
+rows (producer id, producer epoch, base sequence, base offset, last offset, max timestamp) of each
+batch with a producer id, in order; `txn`, whether one of those is transactional or a control
+batch (then producer state must read the batches themselves).
 """
 
 from __future__ import annotations
@@ -36,9 +38,10 @@ NONE = -(2**63)
 NO_TIMESTAMP = -1
 _INT64_MAX = 2**63 - 1
 
-# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, lastOffsetDelta, maxTimestamp,
-# producerId, recordsCount
-_FIELDS = struct.Struct(">qiibI2xi8xqq6xi")
+# baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
+# maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
+_FIELDS = struct.Struct(">qiibIhi8xqqhii")
+_TRANSACTIONAL_OR_CONTROL = 0x30
 
 
 def append_run_python(buf, max_length: int) -> tuple:
@@ -51,11 +54,14 @@ def append_run_python(buf, max_length: int) -> tuple:
     pos = n = 0
     first = last = floor = NONE
     max_ts, ts_offset = NO_TIMESTAMP, NONE
-    producer = False
+    txn = False
     assigned = None
-    epochs = array("q")
+    epochs, producers = array("q"), array("q")
     while pos + 61 <= limit:
-        base, length, epoch, magic, crc, delta, ts, producer_id, count = unpack(mv, pos)
+        (
+            base, length, epoch, magic, crc, attributes, delta, ts, producer_id, producer_epoch,
+            base_sequence, count,
+        ) = unpack(mv, pos)  # fmt: skip
         end = pos + 12 + length
         if (
             magic != 2
@@ -76,7 +82,9 @@ def append_run_python(buf, max_length: int) -> tuple:
         if ts > max_ts:
             max_ts, ts_offset = ts, batch_last
         if producer_id >= 0:
-            producer = True
+            producers.extend((producer_id, producer_epoch, base_sequence, base, batch_last, ts))
+            if attributes & _TRANSACTIONAL_OR_CONTROL:
+                txn = True
         if epoch >= 0 and epoch != assigned:
             epochs.extend((epoch, base))
             assigned = epoch
@@ -84,7 +92,7 @@ def append_run_python(buf, max_length: int) -> tuple:
         pos = end
     if ts_offset == NONE:
         ts_offset = last
-    return n, pos, first, last, max_ts, ts_offset, producer, epochs.tobytes()
+    return n, pos, first, last, max_ts, ts_offset, epochs.tobytes(), producers.tobytes(), txn
 
 
 append_run = getattr(_ACCELERATOR, "append_run", None)

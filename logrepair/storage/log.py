@@ -32,7 +32,6 @@ from .log_append import (
     ProducerRecord,
     follower_append,
     leader_batch,
-    producer_appends,
 )
 from .log_config import INT_MAX, LogConfig
 from .log_errors import (
@@ -307,9 +306,7 @@ class Log:
         info = appended.analysis(limit, self.topic_partition)
         first_offset, last_offset, max_ts, ts_offset, with_producer = info
         if with_producer:
-            state, aborted = producer_appends(
-                self._producers.state, appended.batch_list(), self.topic_partition
-            )
+            state, aborted = appended.producer_appends(self._producers.state, self.topic_partition)
         else:
             state, aborted = self._producers.state, []
         appended.assign_epochs(self.leader_epoch_cache)

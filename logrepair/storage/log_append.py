@@ -95,16 +95,38 @@ class Appended:
     def analysis(self, limit: int | None, topic_partition: TopicPartition) -> AppendAnalysis:
         if self.run is None:
             return analyze(self.batches, limit, topic_partition)
-        _, _, first, last, max_ts, ts_offset, producer, _ = self.run
-        return AppendAnalysis(first, last, max_ts, ts_offset, producer)
+        _, _, first, last, max_ts, ts_offset, _, producers, _ = self.run
+        return AppendAnalysis(first, last, max_ts, ts_offset, bool(producers))
 
     def assign_epochs(self, cache: LeaderEpochCache) -> None:
         if self.run is None:
             assign_epochs(cache, self.batches)
             return
-        pairs = array("q", self.run[7])
+        pairs = array("q", self.run[6])
         for i in range(0, len(pairs), 2):
             cache.assign(pairs[i], pairs[i + 1])
+
+    def producer_appends(
+        self, current: ProducerState, topic_partition: TopicPartition
+    ) -> tuple[ProducerState, list[AbortedTxn]]:
+        """`producer_appends` of these batches. From the run's producer rows when no batch is
+        transactional or a marker and no producer of the run has an open transaction: then a
+        producer's entry is made from its last batch alone, each earlier one being overwritten."""
+        run = self.run
+        if run is None or run[8]:
+            return producer_appends(current, self.batch_list(), topic_partition)
+        rows = array("q", run[7])
+        last = dict(zip(rows[0::6], range(0, len(rows), 6), strict=True))  # last row of each
+        if any(current.in_transaction(pid) for pid in last):
+            return producer_appends(current, self.batch_list(), topic_partition)
+        state = ProducerState(current.map_end_offset, current.entries)
+        for pid, i in last.items():
+            state.append_data(
+                pid, rows[i + 1], rows[i + 2], rows[i + 3], rows[i + 4], rows[i + 5], False
+            )
+        if rows:
+            state.map_end_offset = rows[-2] + 1
+        return state, []
 
 
 def leader_batch(

@@ -43,6 +43,11 @@ class ProducerState:
     def entries(self) -> tuple[ProducerEntry, ...]:
         return tuple(self._producers[pid] for pid in sorted(self._producers))
 
+    def in_transaction(self, producer_id: int) -> bool:
+        """Whether the producer has an open transaction (a data batch must then be transactional)."""
+        entry = self._producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0
+
     def ongoing(self) -> list[tuple[int, int]]:
         """(first offset, producer id) of every open transaction, by first offset."""
         return sorted(self._ongoing.items())

@@ -1,8 +1,8 @@
 """`append_run` two ways, held to one answer: the C accelerator and the pure-Python reference.
 
 On valid appends of every v2 kind and codec, on damaged ones and on random bytes, under random
-batch length limits, both return the same batches, offsets, timestamps, producer flag and epoch
-assignments; and on valid appends the reference sums up exactly what the walker's batches add up
+batch length limits, both return the same batches, offsets, timestamps, epoch assignments and
+producer rows; and on valid appends the reference sums up exactly what the walker's batches add up
 to. The cross-implementation tests skip, saying why, where the extension is not built.
 """
 
@@ -48,14 +48,15 @@ def test_c_and_python_agree_on_random_bytes(junk, max_length) -> None:
 @given(segment=segments(max_batches=8, codecs=ALL_CODECS))
 def test_a_valid_append_is_one_run_of_what_its_batches_add_up_to(accelerated, segment) -> None:
     """The sum `Log.append_batches` takes from the run is the walker's batches' (Kafka's
-    `LogAppendInfo`: first and last offsets, max timestamp and its batch's last offset, producer
-    ids, and the epochs Kafka's batch-by-batch assignment would assign)."""
+    `LogAppendInfo`: first and last offsets, max timestamp and its batch's last offset, the epochs
+    Kafka's batch-by-batch assignment would assign, and what producer state reads of each batch
+    with a producer id)."""
     if accelerated and _records is None:
         pytest.skip("the C accelerator is not built")
     run = _records.append_run if accelerated else append_run_python
     raw, _ = segment
     batches = [b for b in Walker(raw) if isinstance(b, RecordBatch)]
-    n, end, first, last, max_ts, ts_offset, producer, epochs = run(raw, MAX_LENGTH)
+    n, end, first, last, max_ts, ts_offset, epochs, producers, txn = run(raw, MAX_LENGTH)
     assert (n, end, first, last) == (
         len(batches),
         len(raw),
@@ -67,7 +68,13 @@ def test_a_valid_append_is_one_run_of_what_its_batches_add_up_to(accelerated, se
         if b.max_timestamp > expected_ts:
             expected_ts, expected_offset = b.max_timestamp, b.last_offset
     assert (max_ts, ts_offset) == (expected_ts, expected_offset)
-    assert producer == any(b.producer_id >= 0 for b in batches)
+    rows = []
+    for b in batches:
+        if b.producer_id >= 0:
+            rows += [b.producer_id, b.producer_epoch, b.base_sequence]
+            rows += [b.base_offset, b.last_offset, b.max_timestamp]
+    assert list(struct.unpack(f"={len(rows)}q", producers)) == rows
+    assert txn == any(b.producer_id >= 0 and b.attributes & 0x30 for b in batches)
     assigned, pairs = None, []
     for b in batches:
         if b.partition_leader_epoch >= 0 and b.partition_leader_epoch != assigned:
@@ -85,7 +92,7 @@ def test_a_damaged_crc_ends_the_run_before_the_batch(accelerated) -> None:
     second = 12 + struct.unpack_from(">i", raw, 8)[0]
     raw[second + 500] ^= 0x40
     assert run(bytes(raw), MAX_LENGTH)[:4] == (1, second, 7, 7)
-    assert run(b"", MAX_LENGTH) == (0, 0, NONE, NONE, NO_TIMESTAMP, NONE, False, b"")
+    assert run(b"", MAX_LENGTH) == (0, 0, NONE, NONE, NO_TIMESTAMP, NONE, b"", b"", False)
 
 
 @needs_accelerator

@@ -26,6 +26,7 @@ from logrepair.storage.log_append import (
     follower_batches,
 )
 from logrepair.storage.log_errors import InvalidRecordsError
+from logrepair.storage.producer_state import ProducerEntry, ProducerState
 
 from ..format.strategies import segments
 from ..format.test_batch_runs import _damaged
@@ -82,13 +83,28 @@ needs_append_run = pytest.mark.skipif(
     reason="the C accelerator is not built or LOGREPAIR_PURE_PYTHON is set: appends are walked",
 )
 ALL_CODECS = tuple(int(c) for c in Codec)
+PRODUCERS = (3, 5, 2**40)
+
+
+@st.composite
+def producer_states(draw) -> ProducerState:
+    """The state before an append: some of the producers known, now and then in a transaction."""
+    entries = []
+    for pid in draw(st.lists(st.sampled_from(PRODUCERS), unique=True)):
+        txn_first = draw(st.sampled_from([-1, -1, 0]))
+        entries.append(ProducerEntry(pid, draw(st.integers(0, 5)), 7, 0, 0, 1, 4, txn_first))
+    return ProducerState(1, tuple(entries))
 
 
 @st.composite
 def appends(draw) -> bytes:
     """A follower's append: v2 batches of every kind and codec, now and then v0/v1 entries among
     them, maybe damaged or cut short (a torn last batch, as a fetch's size limit leaves one)."""
-    valid, specs = draw(segments(max_batches=6, codecs=ALL_CODECS))
+    _, specs = draw(segments(max_batches=6, codecs=ALL_CODECS))
+    for spec in specs:  # a few producers, each with several batches, as a partition has them
+        if spec.kwargs.get("producer_id", -1) >= 0:
+            spec.kwargs["producer_id"] = draw(st.sampled_from(PRODUCERS))
+    valid = b"".join(spec.build() for spec in specs)
     if draw(st.integers(0, 3)) == 0:
         offset = specs[-1].last_offset + 1
         records = [Record(offset + i, 1_700_000_000_000 + i, b"k", b"v") for i in range(2)]
@@ -128,19 +144,30 @@ def _epochs_after(appended: Appended) -> tuple[list, list]:
     return cache.entries, persisted
 
 
+def _producers_after(appended: Appended, before: ProducerState):
+    try:
+        state, aborted = appended.producer_appends(before, TP)
+    except InvalidRecordsError as e:
+        return str(e)
+    return state.entries, state.ongoing(), state.map_end_offset, aborted
+
+
 @needs_append_run
-@given(appends())
-def test_the_append_run_gives_what_the_walkers_batches_give(data) -> None:
+@given(appends(), producer_states())
+def test_the_append_run_gives_what_the_walkers_batches_give(data, before) -> None:
     ours, walked = _outcome(follower_append, data), _outcome(_walked, data)
     if isinstance(walked, tuple):
         event("refused")
         assert ours == walked
         return
     event("summed up in C" if ours.run is not None else "walked")
+    if ours.run is not None and ours.run[7]:
+        event("producers from the run's rows" if not ours.run[8] else "producers from the batches")
     assert ours.data == walked.data
     assert ours.first_offset() == walked.first_offset()
     assert ours.analysis(None, TP) == walked.analysis(None, TP)
     assert _epochs_after(ours) == _epochs_after(walked)
+    assert _producers_after(ours, before) == _producers_after(walked, before)
     assert list(map(_fields, ours.batch_list())) == list(map(_fields, walked.batch_list()))
 
 
