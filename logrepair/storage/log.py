@@ -408,40 +408,26 @@ class Log:
         with self._mutating(
             f"Error while deleting segments for {self.topic_partition} in dir {self.dir}"
         ):
-            deleted = self._delete_log_start_offset_breached()
-            if self.config.delete:
-                deleted += self._delete_retention_size_breached()
-                deleted += self._delete_retention_ms_breached()
+            config = self.config
+            deleted = self._delete_old(
+                log_retention.log_start_offset_breach(self._log_start_offset)
+            )
+            if config.delete:
+                deleted += self._delete_old(
+                    log_retention.retention_size_breach(config.retention_bytes, self.size)
+                )
+                deleted += self._delete_old(
+                    log_retention.retention_ms_breach(
+                        config.retention_ms, self.clock.milliseconds()
+                    )
+                )
             return deleted
 
-    def _delete_log_start_offset_breached(self) -> int:
-        lso = self._log_start_offset
-        return self._delete_old(
-            log_retention.log_start_offset_breach(lso),
-            f"Deleting segments due to log start offset {lso} breach",
-        )
-
-    def _delete_retention_size_breached(self) -> int:
-        limit = self.config.retention_bytes
-        breached = log_retention.retention_size_breach(limit, self.size)
-        if breached is None:
+    def _delete_old(self, rule: log_retention.Rule | None) -> int:
+        if rule is None:
             return 0
-        return self._delete_old(
-            breached, f"Deleting segments due to log retention size {limit} breach"
-        )
-
-    def _delete_retention_ms_breached(self) -> int:
-        limit = self.config.retention_ms
-        if limit < 0:
-            return 0
-        return self._delete_old(
-            log_retention.retention_ms_breach(limit, self.clock.milliseconds()),
-            f"Deleting segments due to log retention time {limit}ms breach",
-        )
-
-    def _delete_old(self, predicate: log_retention.Breach, reason: str) -> int:
         deletable = log_retention.deletable_segments(
-            self._local.segments, predicate, self._high_watermark, self._local.end.offset
+            self._local.segments, rule.breached, self._high_watermark, self._local.end.offset
         )
         if not deletable:
             return 0
@@ -450,7 +436,7 @@ class Log:
             self._roll(None)
         after = self._local.segments[len(deletable)]
         self._maybe_increment_log_start_offset(after.base_offset, "segment deletion")
-        log.info("%s: %s", reason, deletable)
+        log.info("%s: %s", rule.reason, deletable)
         self._local.remove_and_delete_segments(deletable)
         return len(deletable)
 
