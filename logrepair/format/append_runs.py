@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import struct
 from array import array
+from typing import NamedTuple
 
 from .crc import crc32c
 from .record_codec import _ACCELERATOR
@@ -42,6 +43,20 @@ _INT64_MAX = 2**63 - 1
 # maxTimestamp, producerId, producerEpoch, baseSequence, recordsCount
 _FIELDS = struct.Struct(">qiibIhi8xqqhii")
 _TRANSACTIONAL_OR_CONTROL = 0x30
+
+
+class AppendRun(NamedTuple):
+    """`append_run`'s result, named (see the module docstring)."""
+
+    n: int
+    end: int
+    first: int
+    last: int
+    max_timestamp: int
+    offset_of_max_timestamp: int
+    epochs: bytes
+    producers: bytes
+    txn: bool
 
 
 def append_run_python(buf, max_length: int) -> tuple:

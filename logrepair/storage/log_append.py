@@ -11,7 +11,7 @@ from array import array
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from ..format.append_runs import append_run
+from ..format.append_runs import AppendRun, append_run
 from ..format.batch import RecordBatch
 from ..format.batch_builder import build_batch
 from ..format.batch_layout import LOG_OVERHEAD, Record
@@ -67,7 +67,7 @@ class Appended:
 
     __slots__ = ("data", "batches", "run")
 
-    def __init__(self, data: bytes, batches: list | None, run: tuple | None = None) -> None:
+    def __init__(self, data: bytes, batches: list | None, run: AppendRun | None = None) -> None:
         self.data = data
         self.batches = batches
         self.run = run
@@ -86,7 +86,7 @@ class Appended:
         """Whether the first batch is v2, and its base offset (v0/v1: its last offset), which
         Kafka checks against the log end."""
         if self.run is not None:
-            return True, self.run[2]
+            return True, self.run.first
         first = self.batches[0]
         if first.magic >= 2:
             return True, first.base_offset
@@ -95,14 +95,16 @@ class Appended:
     def analysis(self, limit: int | None, topic_partition: TopicPartition) -> AppendAnalysis:
         if self.run is None:
             return analyze(self.batches, limit, topic_partition)
-        _, _, first, last, max_ts, ts_offset, _, producers, _ = self.run
-        return AppendAnalysis(first, last, max_ts, ts_offset, bool(producers))
+        run = self.run
+        return AppendAnalysis(
+            run.first, run.last, run.max_timestamp, run.offset_of_max_timestamp, bool(run.producers)
+        )
 
     def assign_epochs(self, cache: LeaderEpochCache) -> None:
         if self.run is None:
             assign_epochs(cache, self.batches)
             return
-        pairs = array("q", self.run[6])
+        pairs = array("q", self.run.epochs)
         for i in range(0, len(pairs), 2):
             cache.assign(pairs[i], pairs[i + 1])
 
@@ -113,9 +115,9 @@ class Appended:
         transactional or a marker and no producer of the run has an open transaction: then a
         producer's entry is made from its last batch alone, each earlier one being overwritten."""
         run = self.run
-        if run is None or run[8]:
+        if run is None or run.txn:
             return producer_appends(current, self.batch_list(), topic_partition)
-        rows = array("q", run[7])
+        rows = array("q", run.producers)
         last = dict(zip(rows[0::6], range(0, len(rows), 6), strict=True))  # last row of each
         if any(current.in_transaction(pid) for pid in last):
             return producer_appends(current, self.batch_list(), topic_partition)
@@ -158,9 +160,9 @@ def follower_append(data: bytes, topic_partition: TopicPartition) -> Appended:
     """`follower_batches` of `data`, summed up in C when every batch is one the walker takes as it
     comes (a torn batch at the end is dropped too); otherwise the walker's batches."""
     if append_run is not None:
-        run = append_run(data, _MAX_LENGTH)
-        n, end, last = run[0], run[1], run[3]
-        if n and (end == len(data) or _torn_at(data, end, last + 1)):
+        run = AppendRun._make(append_run(data, _MAX_LENGTH))
+        end = run.end
+        if run.n and (end == len(data) or _torn_at(data, end, run.last + 1)):
             return Appended(data if end == len(data) else data[:end], None, run)
     batches, valid = follower_batches(data, topic_partition)
     return Appended(valid, batches)

@@ -161,8 +161,8 @@ def test_the_append_run_gives_what_the_walkers_batches_give(data, before) -> Non
         assert ours == walked
         return
     event("summed up in C" if ours.run is not None else "walked")
-    if ours.run is not None and ours.run[7]:
-        event("producers from the run's rows" if not ours.run[8] else "producers from the batches")
+    if ours.run is not None and ours.run.producers:
+        event("producers from the run's rows" if not ours.run.txn else "producers from the batches")
     assert ours.data == walked.data
     assert ours.first_offset() == walked.first_offset()
     assert ours.analysis(None, TP) == walked.analysis(None, TP)
