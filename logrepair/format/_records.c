@@ -960,6 +960,115 @@ done:
     return result;
 }
 
+/* --- summary runs (see logrepair/format/summary_runs.py, the reference) ------------------------ */
+
+PyDoc_STRVAR(summary_run_doc,
+             "summary_run(buf, pos, limit, file_position, max_length, floor, max_last, top_epoch, "
+             "cut_from, keep)\n--\n\n"
+             "The audit's per-batch bookkeeping over the valid batches at buf[pos:]; see "
+             "logrepair.format.summary_runs.");
+
+enum {
+    S_POS = 1, S_LIMIT, S_FILE_POSITION, S_MAX_LENGTH, S_FLOOR, S_MAX_LAST, S_TOP_EPOCH,
+    S_CUT_FROM, S_KEEP, S_COUNT
+};
+
+static PyObject *
+summary_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != S_COUNT) {
+        PyErr_Format(PyExc_TypeError, "summary_run takes %d arguments (%zd given)", S_COUNT,
+                     nargs);
+        return NULL;
+    }
+    int64_t v[S_COUNT];
+    for (int i = 1; i < S_COUNT; i++) {
+        int overflow = 0;
+        v[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
+        if (overflow) {
+            PyErr_Format(PyExc_OverflowError, "summary_run argument %d out of int64 range", i);
+            return NULL;
+        }
+        if (v[i] == -1 && PyErr_Occurred())
+            return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    const uint8_t *d = view.buf;
+    int64_t pos = v[S_POS], start = v[S_POS];
+    int64_t limit = v[S_LIMIT] < view.len ? v[S_LIMIT] : view.len;
+    int64_t fp = v[S_FILE_POSITION], max_length = v[S_MAX_LENGTH], floor = v[S_FLOOR];
+    int64_t max_last = v[S_MAX_LAST], top_epoch = v[S_TOP_EPOCH], cut_from = v[S_CUT_FROM];
+    if (max_last > INT64_MAX - 1)
+        max_last = INT64_MAX - 1; /* the offset after a batch must be an int64 too */
+    int kept = v[S_KEEP] <= 0 ? 0 : v[S_KEEP] == 1 ? 4 : 8; /* columns */
+    if (pos < 0)
+        pos = start = limit;
+    /* At most one batch per 61 bytes (the smallest). */
+    int64_t cap = limit > pos ? (limit - pos) / 61 + 1 : 1;
+    int64_t *columns = kept ? PyMem_RawMalloc((size_t)cap * kept * sizeof(int64_t)) : NULL;
+    if (kept && columns == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    int64_t n = 0, first = NONE_VALUE, last = NONE_VALUE;
+    int64_t epoch_base = NONE_VALUE, cut_position = NONE_VALUE;
+    Py_BEGIN_ALLOW_THREADS
+    while (pos + 61 <= limit) {
+        const uint8_t *b = d + pos;
+        int64_t base = read_i64(b);
+        int64_t length = read_i32(b + 8);
+        int64_t epoch = read_i32(b + 12);
+        int8_t magic = (int8_t)b[16];
+        uint32_t crc = (uint32_t)read_i32(b + 17);
+        int64_t delta = read_i32(b + 23);
+        int64_t count = read_i32(b + 57);
+        int64_t size = length + 12, end = pos + size;
+        if (magic != 2 || length < 49 || length > max_length || end > limit || count < 0 ||
+            count > delta + 1 || base < floor || (__int128)base + delta > max_last ||
+            crc32c(b + 21, size - 21) != crc)
+            break;
+        if (epoch > top_epoch && epoch_base != NONE_VALUE)
+            break; /* a second rise: the next call reports it */
+        int64_t position = fp + pos;
+        last = base + delta;
+        if (n == 0)
+            first = base;
+        if (kept) {
+            int64_t row[8] = {base, last, crc, position, size, epoch, read_i64(b + 35),
+                              read_i64(b + 43)};
+            for (int c = 0; c < kept; c++)
+                columns[c * cap + n] = row[c];
+        }
+        n++;
+        floor = last + 1;
+        pos = end;
+        if (epoch > top_epoch) {
+            top_epoch = epoch;
+            epoch_base = base;
+        }
+        if (last >= cut_from) {
+            cut_position = position;
+            cut_from = INT64_MAX;
+        }
+    }
+    Py_END_ALLOW_THREADS
+    /* The columns close up: n of each, one after the other. */
+    for (int c = 1; c < kept; c++)
+        memmove(columns + c * n, columns + c * cap, (size_t)n * sizeof(int64_t));
+    result = Py_BuildValue("(LLLLLLLy#)", (long long)n, (long long)(n ? pos : start),
+                           (long long)first, (long long)last, (long long)top_epoch,
+                           (long long)epoch_base, (long long)cut_position,
+                           columns ? (const char *)columns : "",
+                           (Py_ssize_t)(kept * n * (Py_ssize_t)sizeof(int64_t)));
+done:
+    PyMem_RawFree(columns);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* --- Kafka's recovery index rule over many batches (storage/index_builder.py's RecoveryIndex) --
  *
  * `index_points` is `RecoveryIndex.add` for each (position, last offset, max timestamp) triple of
@@ -1221,6 +1330,7 @@ static PyMethodDef methods[] = {
     {"quiet_run", (PyCFunction)(void (*)(void))quiet_run, METH_FASTCALL, quiet_run_doc},
     {"index_points", (PyCFunction)(void (*)(void))index_points, METH_FASTCALL, index_points_doc},
     {"append_run", (PyCFunction)(void (*)(void))append_run, METH_FASTCALL, append_run_doc},
+    {"summary_run", (PyCFunction)(void (*)(void))summary_run, METH_FASTCALL, summary_run_doc},
     {"crc32c", crc32c_py, METH_VARARGS, crc32c_doc},
     {NULL, NULL, 0, NULL},
 };
