@@ -23,7 +23,8 @@ Against the floor of any checker, on the same partition:
 - `--cold`: the file's pages evicted (`fdatasync`, then `posix_fadvise(DONTNEED)` on every file of
   the partition: no root needed) before each run, wall seconds of `cat FILE > /dev/null` against
   shallow verify's, and the CPU share of verify's run (checking overlapping reading keeps it low
-  and the wall time near `cat`'s).
+  and the wall time near `cat`'s); and verify with each window read when the scan takes it (no
+  reader thread), to see what the overlap gives in the same run.
 
 `--dir` writes the partition there (or reuses it): 2 GiB belongs on a disk, not in a temp dir.
 """
@@ -32,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import os
 import subprocess
 import tempfile
@@ -44,7 +46,8 @@ from logrepair.format.record_codec import ACCELERATED
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout
-from logrepair.storage.osdisk import OsDisk
+from logrepair.storage.disk import DiskFile
+from logrepair.storage.osdisk import OsDisk, OsFile
 
 from .format_walk import kafka_python_records
 from .repair import MiB, parse_size, write_partition
@@ -82,6 +85,16 @@ def evict(pdir: str) -> None:
             os.close(fd)
 
 
+class InOrderDisk(OsDisk):
+    """OsDisk whose files read each window when the scan takes it (`DiskFile.read_ahead`'s
+    default, the simulator's way): what the reader thread's overlap is held against."""
+
+    def open(self, path: str, *, write: bool = False, create: bool = False) -> OsFile:
+        f = super().open(path, write=write, create=create)
+        f.read_ahead = functools.partial(DiskFile.read_ahead, f)  # type: ignore[method-assign]
+        return f
+
+
 def cold(pdir: str, log: str, runs: int) -> None:
     """Wall time of `cat` and of shallow verify, each after evicting the partition's pages."""
     disk = OsDisk()
@@ -93,6 +106,7 @@ def cold(pdir: str, log: str, runs: int) -> None:
     contenders = {
         "cat": cat,
         "whole-file CRC loop": lambda: whole_file_crc(log),
+        "verify, no read ahead": lambda: scan_path(InOrderDisk(), pdir, Settings()),
         "shallow verify": lambda: scan_path(disk, pdir, Settings()),
     }
     timings: dict[str, list[tuple[float, float]]] = {name: [] for name in contenders}
@@ -105,11 +119,12 @@ def cold(pdir: str, log: str, runs: int) -> None:
     best = {name: min(t) for name, t in timings.items()}
     size = os.path.getsize(log)
     verify_wall = best["shallow verify"][0]
-    print(f"cold (wall, best of {runs}):")
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    print(f"cold (wall, best of {runs}; load average {load}):")
     for name, (wall, cpu) in best.items():
         cpu_share = f"{100 * cpu / wall:3.0f}% CPU" if name != "cat" else "        "
         print(
-            f"  {name:<20} {wall:6.2f} s {size / MiB / wall:6.0f} MiB/s {cpu_share}  verify is "
+            f"  {name:<22} {wall:6.2f} s {size / MiB / wall:6.0f} MiB/s {cpu_share}  verify is "
             f"{wall / verify_wall:.2f}x it"
         )
 
@@ -140,8 +155,12 @@ def main(argv: list[str] | None = None) -> int:
         size = count * step
         records = count * max(1, args.batch_bytes // 220)
         whole_file_crc(log)  # warm the page cache
-        shallow = min(_cpu(lambda: scan_path(disk, pdir, Settings())) for _ in range(args.runs))
-        floor = min(_cpu(lambda: whole_file_crc(log)) for _ in range(args.runs))
+        # (interleaved, so a change in the machine's load falls on both)
+        shallow_runs, floor_runs = [], []
+        for _ in range(args.runs):
+            shallow_runs.append(_cpu(lambda: scan_path(disk, pdir, Settings())))
+            floor_runs.append(_cpu(lambda: whole_file_crc(log)))
+        shallow, floor = min(shallow_runs), min(floor_runs)
         print(
             f"warm: whole-file CRC loop {floor:.3f} s CPU, shallow verify {shallow:.3f} s: "
             f"{floor / shallow:.2f}x the loop ({size / MiB / shallow:.0f} MiB/s, best of "

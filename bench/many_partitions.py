@@ -14,15 +14,19 @@ producer snapshots. Then times, each in a child process over a warm page cache, 
 Ratios are the bare loop's time over each command's (1.00x = as fast as the bare loop); the goal
 of issue 16 is >= 0.5x. `--dir` keeps the log dir (reused by a later run with the same options).
 
-`--jobs N` times each command instead with `--jobs 1` and `--jobs N` back to back (wall time: the
-work of a pool is in its workers), best of `--runs` each, and prints serial / pooled (goal >= 1.8x
-with N = 2 on two cores), with `audit --summaries-out` too, and the load average before and after.
-Wall time needs free cores: with the kernel's autogroup scheduling (one share of the CPUs per login
-session), a pool run while other sessions keep the cores busy gets the one share the serial run
-gets. So it also prints the CPU of both runs (the workers' too) and the load-independent estimate
-serial CPU / (pooled CPU here + workers' CPU / N): what the pool gives on idle cores if nothing
-in the parent overlaps the workers (a chunk of imbalance and the forkserver's start aside). These
-runs import logrepair from cached bytecode, as an installed one does.
+`--jobs N` times each command instead with `--jobs 1` and `--jobs N` back to back (wall time),
+best of `--runs` each, and prints serial / pooled (goal >= 1.8x with N = 2 on two cores), with
+`audit --summaries-out` too, and the load average before and after. Wall time needs free cores:
+with the kernel's autogroup scheduling (one share of the CPUs per login session), a pool run while
+other sessions keep the cores busy gets the one share the serial run gets. So it also prints where
+the CPU of both runs went — the pooled run's before its pool began and after it ended (it does
+that alone), the forkserver's (started with the command, beside its imports) and the workers' —
+and the load-independent estimate serial CPU / free-core wall, that wall being the pooled run's
+CPU before and after its pool plus the rest of its CPU and the workers' (less the forkserver's
+share that ran beside its start) shared over the N processes: what the pool gives on idle cores,
+as the process that started the pool scans too whenever a worker's result is not back (a last
+chunk of imbalance aside). These runs import logrepair from cached bytecode, as an installed one
+does.
 """
 
 from __future__ import annotations
@@ -35,6 +39,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import NamedTuple
 
 from logrepair.format.batch_builder import build_batch
 from logrepair.format.batch_layout import Record
@@ -108,19 +113,37 @@ print(time.process_time() - c0)
 """
 
 TIMED = r"""
-import contextlib, io, resource, sys, time
+import contextlib, io, os, resource, sys, time
 from multiprocessing import forkserver
+from logrepair import pool
 from logrepair.cli import main
+
+span = []  # this process's CPU when the first map of a pool began and when the last one ended
+pooled = pool.Pool._pooled
+
+def timed(*args):
+    span[:1] = span[:1] or [time.process_time()]
+    yield from pooled(*args)
+    span[1:] = [time.process_time()]
+
 if __name__ == "__main__":
+    pool.Pool._pooled = timed
     c0, w0 = time.process_time(), time.perf_counter()
     with contextlib.redirect_stdout(io.StringIO()):
         code = main(sys.argv[1:])
     cpu, wall = time.process_time() - c0, time.perf_counter() - w0
     # the workers' CPU: they are the forkserver's children; stopping it (a private method, kept
-    # for CPython's own tests) reaps it, and with it the CPU of the children it reaped
-    forkserver._forkserver._stop()
+    # for CPython's own tests) reaps it, and with it the CPU of the children it reaped. The
+    # forkserver's own CPU (its start and imports, beside this process's) from /proc first.
+    server, own = forkserver._forkserver._forkserver_pid, 0.0
+    if server is not None:
+        with open(f"/proc/{server}/stat") as f:
+            fields = f.read().rpartition(")")[2].split()
+        own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        forkserver._forkserver._stop()
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
-    print(cpu, wall, children.ru_utime + children.ru_stime, code)
+    before, after = (span[0] - c0, cpu - (span[1] - c0)) if len(span) == 2 else (cpu, 0.0)
+    print(cpu, wall, children.ru_utime + children.ru_stime, before, after, own, code)
 """
 
 WARM = "from logrepair.cli import build_parser\nbuild_parser()\nprint(0)\n"
@@ -146,12 +169,27 @@ def cpu_seconds(code: str, *args: str, bytecode: bool = False) -> float:
     return child_run(code, *args, bytecode=bytecode)[0]
 
 
-def child_run(code: str, *args: str, bytecode: bool = False) -> tuple[float, float, float]:
-    """CPU, wall and worker CPU seconds of one child run. The code runs from a file, as a
-    program's main module: a pool's workers import it again (as `__mp_main__`), as they would
-    the `logrepair` script. `bytecode`: modules imported from cached bytecode, as an installed
-    logrepair's are (PYTHONDONTWRITEBYTECODE, set here, makes every process compile every module
-    it imports: ~0.3 s in each run and again in a pool's forkserver)."""
+class Run(NamedTuple):
+    """One child run, in seconds."""
+
+    cpu: float
+    wall: float
+    workers: float
+    """CPU of the pool's forkserver and workers."""
+    before: float
+    """CPU before the pool began (all of it without a pool)."""
+    after: float
+    """CPU after the pool ended."""
+    forkserver: float
+    """CPU of the forkserver itself, started (`pool.prestart`) as the run began."""
+
+
+def child_run(code: str, *args: str, bytecode: bool = False) -> Run:
+    """CPU, wall and worker CPU seconds of one child run, and where the CPU went. The code runs
+    from a file, as a program's main module: a pool's workers import it again (as `__mp_main__`),
+    as they would the `logrepair` script. `bytecode`: modules imported from cached bytecode, as an
+    installed logrepair's are (PYTHONDONTWRITEBYTECODE, set here, makes every process compile
+    every module it imports: ~0.3 s in each run and again in a pool's forkserver)."""
     env = dict(os.environ)
     if bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -166,17 +204,28 @@ def child_run(code: str, *args: str, bytecode: bool = False) -> tuple[float, flo
     if proc.returncode != 0:
         raise RuntimeError(f"{args} failed: {proc.stderr[-2000:]}")
     cpu, *rest = proc.stdout.split()
-    if len(rest) < 3:  # the bare loop: CPU only
-        return float(cpu), float(cpu), 0.0
-    wall, workers, status = rest
+    if len(rest) < 6:  # the bare loop: CPU only
+        return Run(float(cpu), float(cpu), 0.0, float(cpu), 0.0, 0.0)
+    *numbers, status = rest
     if status not in ("0", "1"):
         raise RuntimeError(f"{args} exited {status}")
-    return float(cpu), float(wall), float(workers)
+    return Run(float(cpu), *map(float, numbers))
+
+
+def free_cores_wall(run: Run, jobs: int) -> float:
+    """The wall time of a pooled run where nothing else runs: what it does alone before its
+    pool begins (the forkserver starting beside it) and after it ends, plus the rest of its
+    CPU and all of its workers' shared out over the N processes (this one scans too, whenever
+    a worker's result is not back yet)."""
+    beside = min(run.forkserver, run.before)
+    shared = run.cpu - run.before - run.after + run.workers - beside
+    return run.before + run.after + shared / jobs
 
 
 def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> None:
-    """Each command with `--jobs 1` and `--jobs JOBS`, alternately, best wall time of `runs`:
-    (CPU here, wall, CPU in the workers) of the best run of each."""
+    """Each command with `--jobs 1` and `--jobs JOBS`, alternately, `runs` times: the best wall
+    time of each, and the CPU figures of each side's least disturbed run (the serial run's least
+    CPU, the pooled run's least free-core wall time)."""
     dest = tempfile.mkdtemp(prefix="bench-many-summaries-")
     commands = with_summaries(dest)
     child_run(TIMED, "verify", "--jobs", "2", path, bytecode=True)  # caches the bytecode
@@ -188,14 +237,17 @@ def compare_jobs(path: str, jobs: int, runs: int, only: list[str] | None) -> Non
                 for n, results in tried.items():
                     command = [*commands[name], "--jobs", n, path]
                     results.append(child_run(TIMED, *command, bytecode=True))
-            serial, pooled = (min(r, key=lambda run: run[1]) for r in tried.values())
-            # with free cores, the pooled run takes about its own CPU plus its workers' shared
-            # out: the serial CPU over that is what the pool gives where nothing else runs
-            bound = serial[0] / (pooled[0] + pooled[2] / jobs)
+            walls = [min(run.wall for run in r) for r in tried.values()]
+            # the CPU figures of each side's least disturbed run (load inflates CPU time too)
+            serial = min(tried["1"], key=lambda run: run.cpu)
+            pooled = min(tried[str(jobs)], key=lambda run: free_cores_wall(run, jobs))
             print(
-                f"{name:<24} wall --jobs 1 {serial[1]:6.2f} s, --jobs {jobs} {pooled[1]:6.2f} s "
-                f"= {serial[1] / pooled[1]:4.2f}x; CPU {serial[0]:5.2f} s vs {pooled[0]:5.2f} s "
-                f"here + {pooled[2]:5.2f} s in the workers (free cores: ~{bound:4.2f}x)"
+                f"{name:<24} wall --jobs 1 {walls[0]:6.2f} s, --jobs {jobs} {walls[1]:6.2f} "
+                f"s = {walls[0] / walls[1]:4.2f}x; CPU {serial.cpu:5.2f} s vs "
+                f"{pooled.cpu:5.2f} s here ({pooled.before:4.2f} s before its pool, "
+                f"{pooled.after:4.2f} s after) + {pooled.workers:5.2f} s in the forkserver "
+                f"({pooled.forkserver:4.2f} s) and workers (free cores: "
+                f"~{serial.cpu / free_cores_wall(pooled, jobs):4.2f}x)"
             )
     finally:
         shutil.rmtree(dest, ignore_errors=True)

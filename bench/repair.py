@@ -12,8 +12,13 @@ process (so peak RSS is the child's own):
 - kafka-mode repair after a torn tail and one corrupt index entry. Target: >= 0.7x the speed of
   `logrepair verify`;
 - salvage repair of the same segment with one corrupt batch in the middle (half the segment is
-  copied to a new segment, in the kernel, with the indexes the scan computed, and the corrupt
-  batch kept in quarantine). Target: >= 0.5x the speed of `logrepair verify`;
+  copied to a new segment, around the page cache, with the indexes the scan computed, and the
+  corrupt batch kept in quarantine). Target: >= 0.5x the speed of `logrepair verify`;
+- point-in-time repair of the same damage (the segment cut before the corrupt batch, the half
+  after it copied into the quarantine). Target: >= 0.5x the speed of `logrepair verify`;
+- the undo of each;
+- the floor of a salvage without a reflink, in one child: verify, then the moved half copied
+  once (the tool's own copy, around the page cache) and fsynced; salvage is held to it too;
 - peak RSS of the kafka repair at the full size and at 1/8 of it: flat means it does not grow.
 
 `--memory` measures instead peak RSS (each command in a fresh child process) of verify, audit,
@@ -119,6 +124,15 @@ elif what == "undo":
 elif what == "audit":
     from logrepair.audit.local import audit_paths
     out["clean"] = audit_paths([path]).clean
+elif what == "floor":
+    # the least a salvage can do without a reflink: read every batch once (verify), write the
+    # moved ones once (the tool's own copy, around the page cache), fsynced
+    out["clean"] = scan_path(disk, path, Settings()).clean
+    log, start = sys.argv[3], int(sys.argv[4])
+    with disk.open(log) as fin, disk.open(log + ".floor", create=True) as fout:
+        fin.copy_to(start, fin.size() - start, fout, 0)
+        fout.fsync()
+    disk.unlink(log + ".floor")
 elif what == "dry-run":
     out["actions"] = len(repair(disk, path, "kafka", Settings(), dry_run=True).plan.actions)
 else:
@@ -139,12 +153,12 @@ print(json.dumps(out))
 """
 
 
-def child(what: str, path: str) -> dict:
+def child(what: str, path: str, *args: str) -> dict:
     env = dict(os.environ)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     env["PYTHONPATH"] = root + os.pathsep + env.get("PYTHONPATH", "")
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, what, path], capture_output=True, text=True, env=env
+        [sys.executable, "-c", CHILD, what, path, *args], capture_output=True, text=True, env=env
     )
     if proc.returncode != 0:
         raise RuntimeError(f"{what} {path} failed: {proc.stderr}")
@@ -171,12 +185,31 @@ def damage_salvage(pdir: str, count: int, step: int) -> None:
         f.write(bytes([b[0] ^ 1]))
 
 
+def warm(*dirs: str) -> None:
+    """Reads every file under `dirs` into the page cache, so each timed command starts warm as
+    verify does: a repair writes its copies around the cache (the new segment, the quarantine's
+    blobs), and reading them back cold would time the device, not the command."""
+    buf = bytearray(8 * MiB)
+    for d in dirs:
+        for parent, _, names in os.walk(d):
+            for name in names:
+                with open(os.path.join(parent, name), "rb", buffering=0) as f:
+                    while f.readinto(buf):
+                        pass
+
+
 def measure(root: str, size: int, batch_bytes: int, runs: int) -> dict:
     log_dir = os.path.join(root, f"kafka-logs-{size}")
     pdir = os.path.join(log_dir, "bench-0")
     count, step = write_partition(pdir, size, batch_bytes)
     with open(os.path.join(log_dir, layout.RECOVERY_POINT_CHECKPOINT), "w") as f:
         f.write("0\n1\nbench 0 0\n")
+    quarantine = log_dir + ".logrepair-quarantine"
+
+    def warm_child(what: str, path: str, *args: str) -> dict:
+        warm(log_dir, quarantine)
+        return child(what, path, *args)
+
     log = os.path.join(pdir, layout.log_file_name(0))
     real = os.path.getsize(log)
     child("validate", log)  # warm the page cache, as a re-run on a real broker host would be
@@ -186,22 +219,35 @@ def measure(root: str, size: int, batch_bytes: int, runs: int) -> dict:
     damage_kafka(pdir, step)
     kafka_runs = []
     for n in range(runs):
-        result = child("kafka", log_dir)
+        result = warm_child("kafka", log_dir)
         assert result["removed_bytes"] == step - step // 2, result
         kafka_runs.append(result)
         if n + 1 < runs:
-            child("undo", result["quarantine"])
+            warm_child("undo", result["quarantine"])
     kafka = min(kafka_runs, key=lambda r: r["seconds"])
     assert child("verify", log_dir)["clean"]
     damage_salvage(pdir, count - 1, step)
+    moved_from = str(((count - 1) // 2 + 1) * step)
+    floor = min(
+        (warm_child("floor", log_dir, log, moved_from) for _ in range(runs)),
+        key=lambda r: r["seconds"],
+    )
     salvage_runs, undo_runs = [], []
     for _ in range(runs):
-        result = child("salvage", log_dir)
+        result = warm_child("salvage", log_dir)
         assert result["removed_bytes"] == step, result
         salvage_runs.append(result)
-        undo_runs.append(child("undo", result["quarantine"]))
+        undo_runs.append(warm_child("undo", result["quarantine"]))
     salvage = min(salvage_runs, key=lambda r: r["seconds"])
     undo_salvage = min(undo_runs, key=lambda r: r["seconds"])
+    cut_runs, undo_cut_runs = [], []
+    for _ in range(runs):
+        result = warm_child("point-in-time", log_dir)
+        assert result["removed_bytes"] == (count - 1 - (count - 1) // 2) * step, result
+        cut_runs.append(result)
+        undo_cut_runs.append(warm_child("undo", result["quarantine"]))
+    cut = min(cut_runs, key=lambda r: r["seconds"])
+    undo_cut = min(undo_cut_runs, key=lambda r: r["seconds"])
     shutil.rmtree(log_dir)
     shutil.rmtree(log_dir + ".logrepair-quarantine", ignore_errors=True)
     return {
@@ -210,8 +256,11 @@ def measure(root: str, size: int, batch_bytes: int, runs: int) -> dict:
         "validate": validate,
         "verify": verify,
         "kafka": kafka,
+        "floor": floor,
         "salvage": salvage,
         "undo_salvage": undo_salvage,
+        "cut": cut,
+        "undo_cut": undo_cut,
     }
 
 
@@ -303,8 +352,11 @@ def main(argv: list[str] | None = None) -> int:
     rows = [
         ("bare walk (LogScan.validate)", full["validate"], None),
         ("kafka repair: torn tail + index", full["kafka"], 0.7),
+        ("floor: verify + copy of moved half", full["floor"], None),
         ("salvage: corrupt batch mid-segment", full["salvage"], 0.5),
         ("undo of the salvage", full["undo_salvage"], None),
+        ("point-in-time: cut before it", full["cut"], 0.5),
+        ("undo of the point-in-time", full["undo_cut"], None),
     ]
     status = 0
     for name, r, target in rows:
@@ -318,6 +370,9 @@ def main(argv: list[str] | None = None) -> int:
             f"{name:<36} {speed(r, n):8.0f} MiB/s  {ratio:5.2f}x   {wall:8.0f} MiB/s  "
             f"{wall / wall_base:5.2f}x{mark}"
         )
+    print(
+        f"salvage against its floor (same run): {speed(full['salvage'], n) / speed(full['floor'], n):.2f}x"
+    )
     print(
         f"peak RSS, kafka repair: {full['kafka']['rss_kib'] / 1024:.0f} MiB at {n / MiB:.0f} MiB, "
         f"{small['kafka']['rss_kib'] / 1024:.0f} MiB at {small['bytes'] / MiB:.0f} MiB; "

@@ -9,12 +9,22 @@ input or an internal error (one line on stderr, never a traceback; LOGREPAIR_DEB
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import os
 import pkgutil
 import sys
+from itertools import islice
 
-from . import __version__, commands
+from . import __version__, commands, pool
+
+POOLED = {
+    "verify": "logrepair.recovery.scan",
+    "repair": "logrepair.recovery.scan",
+    "rebuild-index": "logrepair.recovery.scan",
+    "audit": "logrepair.audit.local",
+}
+"""The commands that spread partitions over `--jobs` processes, with the module of their work."""
 
 
 class InputError(Exception):
@@ -27,7 +37,10 @@ class _Parser(argparse.ArgumentParser):
         raise InputError(f"{self.prog}: {message}")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; given the arguments, of the command they name only, when
+    they name one (each command imports what it runs: a scan need not import the audit's Spark
+    tables); `--help` and anything else get every command."""
     parser = _Parser(
         prog="logrepair",
         description="Offline verification and repair of Apache Kafka log directories.",
@@ -35,18 +48,37 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"logrepair {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
-    for info in sorted(pkgutil.iter_modules(commands.__path__), key=lambda m: m.name):
-        if info.name.startswith("_"):
-            continue
-        module = importlib.import_module(f"{commands.__name__}.{info.name}")
+    names = sorted(m.name for m in pkgutil.iter_modules(commands.__path__))
+    names = [n for n in names if not n.startswith("_")]
+    named = _command_named(names, sys.argv[1:] if argv is None else argv)
+    for name in names if named is None else [named]:
+        module = importlib.import_module(f"{commands.__name__}.{name}")
         module.add_parser(sub)
     return parser
 
 
+def _command_named(names: list[str], argv: list[str]) -> str | None:
+    """The module of the command the arguments name: their first one, when a module has its name
+    (`rebuild-index` is in rebuild_index.py; `logrepair`'s own options, --help and --version,
+    come before it and end the run)."""
+    module = argv[0].replace("-", "_") if argv else None
+    return module if module in names else None
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
-        args = build_parser().parse_args(argv)
-        return args.run(args)
+        argv = sys.argv[1:] if argv is None else argv
+        if _will_pool(argv):
+            pool.prestart(POOLED[argv[0]])
+        args = build_parser(argv).parse_args(argv)
+        # What the imports made lives as long as the run: the collector need not look at it
+        # again each time a scan's results (thousands of partitions) trigger a full collection
+        # (given back after, for a caller that runs the CLI in its own process).
+        gc.freeze()
+        try:
+            return args.run(args)
+        finally:
+            gc.unfreeze()
     except InputError as exc:
         return _fail(str(exc))
     except BrokenPipeError:
@@ -59,6 +91,34 @@ def main(argv: list[str] | None = None) -> int:
         return _fail(
             f"logrepair: internal error: {type(exc).__name__}: {exc} (LOGREPAIR_DEBUG=1 shows where)"
         )
+
+
+def _will_pool(argv: list[str]) -> bool:
+    """Whether the command will spread partitions over worker processes, guessed from its
+    arguments before they are parsed (so that their forkserver starts before this process imports
+    the command's modules, and imports beside it): `--jobs N` with N > 1, or no `--jobs` and a
+    directory among them with as many entries as the default needs. A wrong guess costs one
+    process started for nothing, or that head start."""
+    if not argv or argv[0] not in POOLED or "--spark" in argv:
+        return False
+    jobs = None
+    for i, arg in enumerate(argv):
+        if arg == "--jobs" and i + 1 < len(argv):
+            jobs = argv[i + 1]
+        elif arg.startswith("--jobs="):
+            jobs = arg.partition("=")[2]
+    if jobs is not None:
+        return jobs.isdigit() and int(jobs) > 1
+    return pool.available_cores() > 1 and any(_holds_many(arg) for arg in argv[1:])
+
+
+def _holds_many(path: str) -> bool:
+    """A directory of at least AUTO_MIN_ITEMS entries."""
+    try:
+        with os.scandir(path) as entries:
+            return next(islice(entries, pool.AUTO_MIN_ITEMS - 1, None), None) is not None
+    except OSError:
+        return False
 
 
 def _fail(message: str) -> int:

@@ -1,16 +1,23 @@
-"""Partitions spread over worker processes (`--jobs N`): the one place logrepair starts processes.
+"""Partitions spread over processes (`--jobs N`): the one place logrepair starts processes.
 
 A command that scans a log dir hands its per-partition work to a `Mapper`: `serial` runs it in
-this process, item after item (the path of `--jobs 1`); `Pool.map` runs chunks of items in worker
-processes and yields the results in the items' order, at most a few chunks ahead of the consumer,
-so the parent never holds more than that of what it has not used yet. The work functions live
-with the work (recovery/scan.py, audit/local.py), take `(context, item)` — the context (the Disk,
-the settings) goes to each worker once — and return what one partition needs; everything after
-them (the plan, the journal, the apply, the output) stays in this process, in partition order.
+this process, item after item (the path of `--jobs 1`); a `Pool` of N runs it in this process and
+N - 1 worker processes and yields the results in the items' order. The work functions live with
+the work (recovery/scan.py, audit/local.py), take `(context, item)` — the context (the Disk, the
+settings) and the items go to each worker once — and return what one partition needs; everything
+after them (the plan, the journal, the apply, the output) stays in this process, in partition order.
 
-Workers start from a forkserver (a clean process that imported the work's module once), never by
-forking a process that may hold threads and locks. A worker that dies (killed, out of memory)
-becomes `WorkerDied`, one line; Ctrl-C stops the workers before the parent reports it.
+The items go out in consecutive chunks, shrinking towards the end so that every process has work
+until the last ones. Each worker has a few chunks asked of it ahead; whenever the next result due
+is a worker's and has not come back yet, this process scans the next chunk itself instead of
+waiting, so whatever else it does (taking results in, writing output as they come) is shared out
+too, and it is never more than _AHEAD_MAX chunks ahead of what it has used. No threads: one
+process reads every result, in order.
+
+Workers start from a forkserver (a clean process that imported the work's module once; `prestart`
+starts it before the command imports its own modules), never by forking a process that may hold
+threads, locks or the log dir's `.lock`. A worker that dies (killed, out of memory) becomes
+`WorkerDied`, one line; Ctrl-C stops the workers before the parent reports it.
 """
 
 from __future__ import annotations
@@ -20,10 +27,8 @@ import os
 import signal
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import Future, ProcessPoolExecutor
-from concurrent.futures.process import BrokenProcessPool
-from dataclasses import dataclass
-from itertools import islice
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
 from typing import Any, Protocol, TypeVar
 
 C = TypeVar("C")
@@ -36,7 +41,13 @@ forkserver and the workers (0.2-0.3 s) costs about what scanning a few hundred s
 (under 1 MiB each) does; at 128 of them `--jobs 2` was slower than `--jobs 1` here."""
 
 _CHUNK_MAX = 32
-_WINDOW_PER_JOB = 8
+_WINDOW_PER_JOB = 3
+"""Chunks asked of a worker ahead: it never waits for this process to ask for the next one."""
+_AHEAD_MAX = 64
+"""Chunks handed out and not yet used: what this process holds while a worker's result is late."""
+_RESULTS_PIPE = 1 << 20
+"""A worker's results pipe (Linux: up to /proc/sys/fs/pipe-max-size, 1 MiB by default): room for
+many chunks' results, so a worker goes on while this process is busy with a chunk of its own."""
 
 
 class Mapper(Protocol):
@@ -78,10 +89,20 @@ def mapper(jobs: int | None) -> Mapper | None:
     return Pool(jobs) if jobs > 1 else None
 
 
+def prestart(module: str) -> None:
+    """Starts the forkserver now, with `module` (the work's) imported in it, so that it is ready
+    (and its imports done beside this process's) when a pool needs workers."""
+    if "forkserver" in multiprocessing.get_all_start_methods():
+        _context(module)
+        from multiprocessing import forkserver
+
+        forkserver.ensure_running()
+
+
 @dataclass(frozen=True, slots=True)
 class Pool:
-    """A pool of `jobs` worker processes for one map, stopped when the map ends however it ends.
-    Fewer than `min_items` items (or one) run serially."""
+    """This process and `jobs - 1` worker processes for one map, the workers stopped when the map
+    ends however it ends. Fewer than `min_items` items (or one) run serially."""
 
     jobs: int
     min_items: int = 2
@@ -92,33 +113,155 @@ class Pool:
         return self._pooled(task, context, items)
 
     def _pooled(self, task: Callable[[C, T], R], context: C, items: Sequence[T]) -> Iterator[R]:
-        size = max(1, min(_CHUNK_MAX, len(items) // (self.jobs * 8)))
-        chunks = iter([items[i : i + size] for i in range(0, len(items), size)])
-        workers = min(self.jobs, -(-len(items) // size))
-        executor = ProcessPoolExecutor(
-            workers, mp_context=_context(task), initializer=_start, initargs=(task, context)
-        )
-        window: deque[Future] = deque(
-            executor.submit(_run, c) for c in islice(chunks, workers * _WINDOW_PER_JOB)
-        )
-        processes = list((executor._processes or {}).values())
+        spans = _spans(len(items), self.jobs)
+        ctx = _context(task.__module__)
+        workers: list[_Worker] = []
         finished = False
         try:
-            while window:
+            for _ in range(min(self.jobs, len(items)) - 1):
+                workers.append(_Worker.start(ctx, task, context, items))
+            queue: deque[_Chunk] = deque()  # the chunks handed out, in the items' order
+            while True:
                 try:
-                    results = window.popleft().result()
-                except BrokenProcessPool:
-                    raise WorkerDied(0, _died(processes, self.jobs)) from None
-                for chunk in islice(chunks, 1):
-                    window.append(executor.submit(_run, chunk))
-                yield from results
+                    for worker in workers:
+                        while worker.asked < _WINDOW_PER_JOB and (span := next(spans, None)):
+                            queue.append(worker.ask(span))
+                except OSError:  # (a broken pipe: the worker is gone)
+                    raise WorkerDied(0, _died(workers, self.jobs)) from None
+                if not queue:
+                    break
+                head = queue[0]
+                if head.worker and not head.worker.ready() and len(queue) < _AHEAD_MAX:
+                    span = next(spans, None)
+                    if span is not None:  # while the workers work, this process works too
+                        queue.append(_Chunk(span, None))
+                        queue[-1].run(task, context, items)
+                        continue
+                queue.popleft()
+                if head.worker:
+                    head.take_in(self.jobs, workers)
+                yield from head.results()
             finished = True
         finally:
-            _stop(executor, window, abrupt=not finished)
+            _stop(workers, abrupt=not finished)
 
 
-def _died(processes: list, jobs: int) -> str:
+def _spans(count: int, jobs: int) -> Iterator[tuple[int, int]]:
+    """Consecutive `[start, end)` chunks of the items, of up to _CHUNK_MAX, shrinking as the end
+    nears, so that every process has work until the last items."""
+    start = 0
+    while start < count:
+        size = max(1, min(_CHUNK_MAX, (count - start) // (jobs * 4)))
+        yield start, start + size
+        start += size
+
+
+@dataclass(slots=True)
+class _Worker:
+    process: Any
+    requests: Connection
+    results: Connection
+    asked: int = 0
+    """Chunks asked of it whose results this process has not taken in yet."""
+
+    @classmethod
+    def start(cls, ctx: Any, task: Callable, context: Any, items: Sequence) -> _Worker:
+        get_requests, requests = ctx.Pipe(duplex=False)
+        results, put_results = ctx.Pipe(duplex=False)
+        _widen(results)
+        process = ctx.Process(
+            target=_serve,
+            args=(get_requests, put_results, task, context, items),
+            name="logrepair-worker",
+            daemon=True,
+        )
+        process.start()
+        get_requests.close()  # its own ends are the worker's alone: it dies, reading here ends
+        put_results.close()
+        return cls(process, requests, results)
+
+    def ask(self, span: tuple[int, int]) -> _Chunk:
+        self.requests.send(span)
+        self.asked += 1
+        return _Chunk(span, self)
+
+    def ready(self) -> bool:
+        """Its next result (or its end) can be read without waiting."""
+        return self.results.poll()
+
+
+@dataclass(slots=True)
+class _Chunk:
+    """Items `span` of the map, asked of `worker` or run in this process (`worker` None): their
+    results, and the error the serial path raises among them, raised when its turn comes."""
+
+    span: tuple[int, int]
+    worker: _Worker | None
+    done: list = field(default_factory=list)
+    error: Exception | None = None
+
+    def run(self, task: Callable, context: Any, items: Sequence) -> None:
+        self.done, self.error = _run(task, context, items, self.span)
+
+    def take_in(self, jobs: int, workers: list[_Worker]) -> None:
+        """The worker's results for this chunk, waiting for them if need be."""
+        try:
+            self.done, self.error = self.worker.results.recv()
+        except (EOFError, OSError):
+            raise WorkerDied(0, _died(workers, jobs)) from None
+        self.worker.asked -= 1
+
+    def results(self) -> Iterator:
+        yield from self.done
+        if self.error is not None:
+            raise self.error
+
+
+def _run(
+    task: Callable, context: Any, items: Sequence, span: tuple[int, int]
+) -> tuple[list, Exception | None]:
+    """The results of items `span`, up to the first error (then with it), as the serial path."""
+    done = []
+    try:
+        for item in items[span[0] : span[1]]:
+            done.append(task(context, item))
+    except Exception as e:
+        return done, e
+    return done, None
+
+
+def _serve(
+    requests: Connection, results: Connection, task: Callable, context: Any, items: Sequence
+) -> None:
+    """A worker: the chunks asked of it, in turn, until told to stop (None) or this process is
+    gone. Ctrl-C is the parent's to handle (the terminal sends SIGINT to the whole group)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    while True:
+        try:
+            span = requests.recv()
+        except EOFError:
+            return
+        if span is None:
+            return
+        done, error = _run(task, context, items, span)
+        try:
+            results.send((done, error))
+        except Exception:  # an error that does not pickle: what it says
+            results.send((done, RuntimeError(f"{type(error).__name__}: {error}")))
+
+
+def _widen(connection: Connection) -> None:
+    try:
+        import fcntl
+
+        fcntl.fcntl(connection.fileno(), fcntl.F_SETPIPE_SZ, _RESULTS_PIPE)
+    except (ImportError, AttributeError, OSError):  # not Linux, or a lower limit: as it is
+        pass
+
+
+def _died(workers: list[_Worker], jobs: int) -> str:
     """What ended a worker: the first one's exit that the pool's own clean-up did not cause."""
+    processes = [w.process for w in workers]
     for process in processes:
         process.join(timeout=5)
     codes = [p.exitcode for p in processes if p.exitcode not in (None, 0, -signal.SIGTERM)]
@@ -131,39 +274,27 @@ def _died(processes: list, jobs: int) -> str:
     return f"a worker process of --jobs {jobs} {how}--jobs 1 scans without workers)"
 
 
-def _context(task: Callable) -> Any:
-    """A forkserver that has imported the task's module (spawn where there is no forkserver)."""
+def _context(module: str) -> Any:
+    """A forkserver that imports `module` (spawn where there is no forkserver)."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     ctx = multiprocessing.get_context("forkserver")
-    ctx.set_forkserver_preload([task.__module__])
+    ctx.set_forkserver_preload([module])
     return ctx
 
 
-def _stop(executor: ProcessPoolExecutor, window: deque[Future], *, abrupt: bool) -> None:
-    """Ends the workers: after the last result they exit on their own; when the map is abandoned
-    (Ctrl-C, a worker died, the consumer failed) the others are terminated, not waited for."""
-    for future in window:
-        future.cancel()
-    processes = list((executor._processes or {}).values()) if abrupt else []
-    executor.shutdown(wait=not abrupt, cancel_futures=True)
-    for process in processes:
-        process.terminate()
-    for process in processes:
-        process.join()
-
-
-_work: tuple[Callable, Any] | None = None
-
-
-def _start(task: Callable, context: Any) -> None:
-    """A worker's set-up: the task and its context, once; Ctrl-C is the parent's to handle (the
-    terminal sends SIGINT to the whole process group)."""
-    global _work
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _work = (task, context)
-
-
-def _run(chunk: Sequence) -> list:
-    task, context = _work
-    return [task(context, item) for item in chunk]
+def _stop(workers: list[_Worker], *, abrupt: bool) -> None:
+    """Ends the workers: after the last result they are told to stop; when the map is abandoned
+    (Ctrl-C, a worker died, the consumer failed) they are terminated, not waited for."""
+    for worker in workers:
+        if abrupt:
+            worker.process.terminate()
+        else:
+            try:
+                worker.requests.send(None)
+            except OSError:  # it is gone already
+                worker.process.terminate()
+    for worker in workers:
+        worker.process.join()
+        worker.requests.close()
+        worker.results.close()

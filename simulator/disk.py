@@ -17,7 +17,7 @@ import posixpath
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from logrepair.storage.disk import Disk, DiskFile, LockHeld
+from logrepair.storage.disk import Disk, DiskFile, LockHeld, nonzero_runs
 
 SECTOR_SIZES = (512, 4096)
 
@@ -217,19 +217,23 @@ class SimFile(DiskFile):
         self._disk._write(self.path, self._node, position, bytes(data))
         return position
 
-    def copy_to(self, position: int, length: int, dest: DiskFile, dest_position: int) -> int:
+    def copy_to(
+        self, position: int, length: int, dest: DiskFile, dest_position: int, *, sparse=False
+    ) -> int:
         """A kernel copy in the simulator's terms: a read of this file, then one write to `dest`
-        like any other (unsynced until its fsync, with the same I/O faults and crash states)."""
+        like any other (unsynced until its fsync, with the same I/O faults and crash states);
+        `sparse`, one write per run of blocks that are not all zeros."""
         self._check()
         if position < 0 or length < 0 or dest_position < 0:
             raise ValueError(f"negative position or length: {position}, {length}, {dest_position}")
         if not isinstance(dest, SimFile):
-            return super().copy_to(position, length, dest, dest_position)
+            return super().copy_to(position, length, dest, dest_position, sparse=sparse)
         dest._check(write=True)
         self._disk._io_fault("eio_read", self.path)
-        data = bytes(self._node.data[position : position + length])
-        if data:
-            dest._disk._write(dest.path, dest._node, dest_position, data)
+        data = memoryview(bytes(self._node.data[position : position + length]))
+        runs = nonzero_runs(dest_position, data) if sparse else [(0, len(data))] if data else []
+        for start, end in runs:
+            dest._disk._write(dest.path, dest._node, dest_position + start, bytes(data[start:end]))
         return len(data)
 
     def truncate(self, size: int) -> None:

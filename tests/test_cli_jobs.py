@@ -91,6 +91,7 @@ def test_jobs_give_what_the_serial_run_gives_on_random_damaged_log_dirs(
         ("repair", path, "--mode", "point-in-time", "--dry-run", "--json"),
         ("repair", path, "--mode", "salvage", "--dry-run", "--json"),
         ("rebuild-index", path, "--dry-run"),
+        ("rebuild-index", path, "--dry-run", "--json"),
         ("audit", path, "--json"),
         ("audit", path),
     ):
@@ -116,6 +117,22 @@ def test_the_real_cli_gives_the_same_bytes_with_and_without_jobs(tmp_path) -> No
             serial.stdout,
             serial.stderr,
         ), args
+
+
+def test_a_future_dir_beside_its_live_dir_gives_the_serial_losses(tmp_path) -> None:
+    """Two dirs of one topic-partition (live and future): each partition's loss is made beside its
+    scan from the partition alone, and the root checkpoints are held to the last of the two, as
+    the serial plan holds them; the losses that disagree are made again in the one process."""
+    d = damaged_log_dir(tmp_path, 3, None)
+    live = d / "orders-1"
+    future = d / f"orders-1.{'0' * 32}-future"
+    shutil.copytree(live, future)
+    for segment in sorted(future.glob("*.log"))[1:]:
+        segment.unlink()  # the future dir's log ends earlier
+    for mode in ("kafka", "salvage"):
+        serial, pooled = serial_and_pooled("repair", str(d), "--mode", mode, "--dry-run", "--json")
+        assert pooled == serial
+        assert [p["topic"] for p in json.loads(serial[1])["partitions"]].count("orders") > 1
 
 
 def test_jobs_below_one_is_a_usage_line(tmp_path) -> None:
@@ -155,7 +172,8 @@ def test_a_repair_killed_mid_apply_under_jobs_is_completed_by_the_next_run(tmp_p
 
 
 # Run as a script, so the pool's workers import it as `__mp_main__` (as they import the main
-# module of any program): there, and only there, the scan of one partition misbehaves.
+# module of any program): there, and only there, the scan of a partition misbehaves (the first one
+# a worker takes: which partitions the workers take and which the parent scans itself varies).
 SABOTAGED_WORKER = textwrap.dedent(
     """
     import os, signal, sys, time
@@ -164,12 +182,10 @@ SABOTAGED_WORKER = textwrap.dedent(
     real = scan._scan_partition
 
     def sabotaged(disk, path, rel, name, *rest):
-        if name == os.environ["AT"]:
-            if os.environ["DO"] == "kill":
-                os.kill(os.getpid(), signal.SIGKILL)
-            open(os.environ["READY"], "w").close()
-            time.sleep(60)
-        return real(disk, path, rel, name, *rest)
+        if os.environ["DO"] == "kill":
+            os.kill(os.getpid(), signal.SIGKILL)
+        open(os.environ["READY"], "w").close()
+        time.sleep(60)
 
     if __name__ == "__mp_main__":
         scan._scan_partition = sabotaged
@@ -183,7 +199,7 @@ SABOTAGED_WORKER = textwrap.dedent(
 def sabotaged(tmp_path: Path, do: str, *args: str) -> subprocess.Popen:
     script = tmp_path / "sabotaged_cli.py"
     script.write_text(SABOTAGED_WORKER)
-    env = dict(os.environ, PYTHONPATH=str(REPO), AT="orders-1", DO=do)
+    env = dict(os.environ, PYTHONPATH=str(REPO), DO=do)
     env["READY"] = str(tmp_path / "ready")
     env.pop("LOGREPAIR_DEBUG", None)
     return subprocess.Popen(
@@ -233,3 +249,34 @@ def test_summaries_out_with_jobs_writes_the_serial_runs_tables(tmp_path) -> None
         [pooled] = (tmp_path / "pooled").rglob(f"{table}.parquet")
         assert pq.read_table(pooled).equals(pq.read_table(serial)), table
     assert pq.read_table(serial).num_rows > 0
+
+
+def test_the_forkserver_starts_before_the_imports_only_when_the_command_will_pool(tmp_path) -> None:
+    """`cli._will_pool`: the guess, from the arguments alone, that starts the workers' forkserver
+    before the command imports its modules; and only the named command's modules are imported."""
+    from logrepair import cli, pool
+
+    many = tmp_path / "many"
+    many.mkdir()
+    for n in range(pool.AUTO_MIN_ITEMS):
+        (many / f"t-{n}").mkdir()
+    few = damaged_log_dir(tmp_path, 3, None)
+    cores = pool.available_cores()
+    assert cli._will_pool(["verify", str(few), "--jobs", "2"])
+    assert cli._will_pool(["repair", "--jobs=3", "--mode", "kafka", str(few)])
+    assert not cli._will_pool(["verify", str(many), "--jobs", "1"])
+    assert not cli._will_pool(["verify", str(few)])  # the default pools large log dirs only
+    assert cli._will_pool(["rebuild-index", str(many)]) == (cores > 1)
+    assert not cli._will_pool(["audit", "--spark", "local[2]", str(many)])
+    assert not cli._will_pool(["dump", str(many), "--jobs", "2"])
+    code = (
+        "import sys; from logrepair.cli import build_parser; build_parser(['verify']); "
+        "print(sorted(m for m in sys.modules if m.startswith('logrepair.commands.')))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(REPO))
+    )  # fmt: skip
+    assert proc.stdout.split() == [
+        "['logrepair.commands._recovery_options',",
+        "'logrepair.commands.verify']",
+    ], proc

@@ -1,9 +1,13 @@
-"""`logrepair.pool`: results in the items' order whatever the chunking and the window, an error in a
-worker's task raised here as the serial path raises it, and the `--jobs` defaults."""
+"""`logrepair.pool`: results in the items' order whatever the chunking and the window, whichever
+process ran them (a worker, or this one while a worker's result is due); an error in a task raised
+here as the serial path raises it, after the items before it; a worker that dies is `WorkerDied`;
+and the `--jobs` defaults."""
 
 from __future__ import annotations
 
 import os
+import signal
+import time
 
 import pytest
 
@@ -14,6 +18,49 @@ def square_or_fail(offset: int, item: int) -> int:
     if item < 0:
         raise FileNotFoundError(2, "No such file or directory", f"item-{item}")
     return offset + item * item
+
+
+def where(parent: int, item: int) -> tuple[int, bool]:
+    """The item, and whether this process is `parent`; a worker takes its time (so that the parent
+    runs chunks of its own while it waits)."""
+    here = os.getpid() == parent
+    if not here:
+        time.sleep(0.001)
+    return item, here
+
+
+def fail_in_parent(parent: int, item: int) -> int:
+    if os.getpid() == parent and item >= 100:
+        raise ValueError(f"item {item}")
+    if os.getpid() != parent:
+        time.sleep(0.001)
+    return item
+
+
+def die_in_worker(parent: int, item: int) -> int:
+    if os.getpid() != parent:
+        os.kill(os.getpid(), signal.SIGKILL)
+    return item
+
+
+def test_this_process_runs_chunks_too_and_its_results_wait_their_turn() -> None:
+    out = list(pool.Pool(2)(where, os.getpid(), range(1000)))
+    assert [item for item, _ in out] == list(range(1000))
+    assert {here for _, here in out} == {True, False}
+
+
+def test_an_error_in_this_process_is_raised_in_its_turn() -> None:
+    got = []
+    with pytest.raises(ValueError) as e:
+        for item in pool.Pool(2)(fail_in_parent, os.getpid(), range(1000)):
+            got.append(item)
+    failed = int(str(e.value).split()[1])
+    assert failed >= 100 and got == list(range(failed))  # every item before it, in order
+
+
+def test_a_worker_that_dies_is_worker_died() -> None:
+    with pytest.raises(pool.WorkerDied, match="killed by SIGKILL"):
+        list(pool.Pool(2)(die_in_worker, os.getpid(), range(1000)))
 
 
 def test_a_pool_yields_what_the_serial_path_yields_in_order() -> None:

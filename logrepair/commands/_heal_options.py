@@ -41,7 +41,7 @@ def run_heal(args: argparse.Namespace, render: Callable[[RepairResult], str]) ->
             raise InputError(f"logrepair: replica {r}: no such directory")
     found = {}
 
-    def run(disk, path, settings, **kw):
+    def run(disk, path, settings, *, render_json, **kw):  # (heal plans here: nothing to render)
         found["heal"] = heal(
             disk,
             path,
@@ -54,7 +54,7 @@ def run_heal(args: argparse.Namespace, render: Callable[[RepairResult], str]) ->
 
     journaled_run(args, run)
     healed = found["heal"]
-    emit(args, healed.to_json(), _text(healed, render))
+    emit(args, healed.to_json, lambda: _text(healed, render))
     return 1 if healed.lost else 0
 
 

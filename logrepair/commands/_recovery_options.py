@@ -5,14 +5,13 @@ alone on stdout) is kept in one place."""
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import TypeVar
 
-from .. import pool
+from .. import json_out, pool
 from ..cli import InputError
 from ..recovery.apply import JournalError
 from ..recovery.interrupted import ABANDON, FINISH, REPLAN
@@ -80,9 +79,9 @@ def add_jobs_option(p: argparse.ArgumentParser, what: str = "partition dirs") ->
         "--jobs",
         type=_positive,
         metavar="N",
-        help=f"scan the {what} in N worker processes (default: every core this process may "
-        f"use, from {pool.AUTO_MIN_ITEMS} of them on); 1 scans them here, one after the other. "
-        "The result and the output are the same",
+        help=f"scan the {what} in N processes, this one and N - 1 workers (default: every core "
+        f"this process may use, from {pool.AUTO_MIN_ITEMS} of them on); 1 scans them here, one "
+        "after the other. The result and the output are the same",
     )
 
 
@@ -195,6 +194,7 @@ def journaled_run(args: argparse.Namespace, run: Callable[..., RepairResult]) ->
             progress=bar,
             interrupted=args.interrupted,
             partitions=partitions,
+            render_json=args.json,
         ),
     )
 
@@ -205,11 +205,13 @@ def lock_status(disk: Disk, path: str, is_log_dir: bool) -> tuple[bool, str | No
     return lock_note(disk, lock_path(disk, path, is_log_dir))
 
 
-def emit(args: argparse.Namespace, data: dict, text: str | Callable[[], str]) -> None:
-    """`--json`: the object alone on stdout; else the human text (a callable is rendered only
-    then: nothing is computed for output that is not printed)."""
+def emit(
+    args: argparse.Namespace, data: dict | Callable[[], dict], text: str | Callable[[], str]
+) -> None:
+    """`--json`: the object alone on stdout; else the human text (a callable, of either, is made
+    only when printed: nothing is computed for output that is not printed)."""
     if args.json:
-        print(json.dumps(data, indent=1))
+        print(json_out.dumps(data() if callable(data) else data))
     else:
         print(text() if callable(text) else text)
 

@@ -34,18 +34,21 @@ def add_parser(subparsers) -> None:
 
 def run(args: argparse.Namespace) -> int:
     result = journaled_run(args, rebuild_indexes)
+    emit(args, lambda: to_json(result), lambda: render(result))
+    return 0
+
+
+def to_json(result: RepairResult) -> dict:
     plan = result.plan
-    data = {
+    return {
         "path": plan.root,
         "applied": result.applied,
-        "actions": [a.to_json() for a in plan.actions],
+        "actions": [a.output_json() for a in plan.actions],
         "quarantine": result.quarantine,
         "notes": plan.notes,
         "finished_interrupted": result.finished,
         "links": [link.to_json() for link in plan.links],
     }
-    emit(args, data, render(result))
-    return 0
 
 
 def render(result: RepairResult) -> str:

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     result = journaled_run(
         args, lambda disk, path, settings, **kw: repair(disk, path, args.mode, settings, **kw)
     )
-    emit(args, result.to_json(), render(result))
+    emit(args, result.to_json, lambda: render(result))
     return 1 if result.lost_data else 0
 
 

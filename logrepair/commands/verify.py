@@ -9,8 +9,7 @@ from __future__ import annotations
 import argparse
 
 from ..recovery import notation
-from ..recovery.mode_costs import fix_hints
-from ..recovery.scan import LogDirScan, scan_path
+from ..recovery.scan import LogDirScan, rendered_partition, scan_path
 from ..storage.layout import printable
 from ..storage.osdisk import OsDisk
 from ._recovery_options import add_command, emit, lock_status, on_path
@@ -45,11 +44,12 @@ def _options(p: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    result = on_path(args, "verify", scan_path)
+    step = rendered_partition if args.json else None  # (the entries rendered where scanned)
+    result = on_path(args, "verify", lambda *work: scan_path(*work, then=step))
     locked, note = lock_status(OsDisk(), result.root, result.is_log_dir)
     emit(
         args,
-        {**result.to_json(), "locked_by_other_process": locked},
+        lambda: {**result.to_json(), "locked_by_other_process": locked},
         lambda: render(result) + (f"\nnote: {note}" if note else ""),
     )
     return 0 if result.clean else 1
@@ -77,6 +77,8 @@ def render(result: LogDirScan) -> str:
     if not findings:
         lines.append("clean: no defects")
         return "\n".join(lines)
+    from ..recovery.mode_costs import fix_hints  # (the planner: only a report with findings)
+
     hints = fix_hints(result)
     damage = sum(f.severity == "damage" for f in findings)
     lines.append("")

@@ -798,9 +798,9 @@ read_i32(const uint8_t *p)
 PyDoc_STRVAR(quiet_run_doc,
              "quiet_run(buf, pos, limit, file_position, max_length, floor, max_last, max_size, "
              "epoch, oi_raw, oi_i, oi_n, oi_base, oi_prev, ti_raw, ti_i, ti_n, ti_base, k_on, "
-             "k_bytes, k_index_pos, k_index_offset, k_interval)\n--\n\n"
-             "The batches at buf[pos:] every per-batch check passes silently; see "
-             "logrepair.format.batch_runs.");
+             "k_bytes, k_index_pos, k_index_offset, k_interval, max_batches=-1)\n--\n\n"
+             "The batches at buf[pos:] every per-batch check passes silently (at most "
+             "max_batches of them, when not negative); see logrepair.format.batch_runs.");
 
 /* The arguments after the three buffers, in their order, with the buffers' slots skipped. */
 enum {
@@ -808,18 +808,21 @@ enum {
     A_OI_RAW, A_OI_I, A_OI_N, A_OI_BASE, A_OI_PREV,
     A_TI_RAW, A_TI_I, A_TI_N, A_TI_BASE,
     A_K_ON, A_K_BYTES, A_K_INDEX_POS, A_K_INDEX_OFFSET, A_K_INTERVAL,
-    A_COUNT
+    A_COUNT,
+    A_MAX_BATCHES = A_COUNT /* optional: the run's most batches (its points' bound) */
 };
 
 static PyObject *
 quiet_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != A_COUNT) {
-        PyErr_Format(PyExc_TypeError, "quiet_run takes %d arguments (%zd given)", A_COUNT, nargs);
+    if (nargs != A_COUNT && nargs != A_COUNT + 1) {
+        PyErr_Format(PyExc_TypeError, "quiet_run takes %d or %d arguments (%zd given)", A_COUNT,
+                     A_COUNT + 1, nargs);
         return NULL;
     }
-    int64_t v[A_COUNT];
-    for (int i = 1; i < A_COUNT; i++) {
+    int64_t v[A_COUNT + 1];
+    v[A_MAX_BATCHES] = -1;
+    for (int i = 1; i < nargs; i++) {
         if (i == A_OI_RAW || i == A_TI_RAW)
             continue;
         int overflow = 0;
@@ -866,13 +869,16 @@ quiet_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
     int txn = 0;
     /* At most one point per 61 bytes (the smallest batch). */
     int64_t cap = limit > pos ? (limit - pos) / 61 + 1 : 1;
+    int64_t max_batches = v[A_MAX_BATCHES] < 0 ? cap : v[A_MAX_BATCHES];
+    if (cap > max_batches)
+        cap = max_batches > 0 ? max_batches : 1;
     int64_t *points = k_on ? PyMem_RawMalloc((size_t)cap * 3 * sizeof(int64_t)) : NULL;
     if (k_on && points == NULL) {
         PyErr_NoMemory();
         goto done;
     }
     Py_BEGIN_ALLOW_THREADS
-    while (pos + 61 <= limit) {
+    while (pos + 61 <= limit && n < max_batches) {
         const uint8_t *b = d + pos;
         int64_t base = read_i64(b);
         int64_t length = read_i32(b + 8);

@@ -32,6 +32,8 @@ Arguments, all ints unless said (a "limit" is a value a quiet batch must stay wi
   `k_index_pos` and `k_index_offset` (`NONE`: none yet) where its recovery last indexed, and
   `k_interval` its index interval; an entry due at a batch must name a higher offset than the
   last. Each quiet batch adds (bytes kept before it, last offset, max timestamp) to `points`.
+- `max_batches` (optional; negative: no bound): the run stops after this many batches, which
+  bounds its `points` (24 bytes a batch) whatever the span of `buf` it is given.
 
 Returns `(n, end, first, last, max_ts, txn, oi_i, oi_prev, ti_i, k_bytes, k_index_pos,
 k_index_offset, points)`: n quiet batches ending at buffer index `end`, the first's base offset and
@@ -85,6 +87,7 @@ def quiet_run_python(
     k_index_pos: int,
     k_index_offset: int,
     k_interval: int,
+    max_batches: int = -1,
 ) -> tuple:
     """The reference of `quiet_run` (see the module docstring)."""
     mv = buf if isinstance(buf, memoryview) else memoryview(buf)
@@ -97,7 +100,9 @@ def quiet_run_python(
     first_offset = last = max_ts = NONE
     txn = 0
     points = array("q")
-    while pos + 61 <= limit:
+    if max_batches < 0:
+        max_batches = len(mv)  # (no bound: a batch is longer than a byte)
+    while pos + 61 <= limit and n < max_batches:
         base, length, leader_epoch, magic, crc, attributes, delta, ts, count = unpack(mv, pos)
         size = length + 12
         end = pos + size

@@ -51,9 +51,17 @@ class IndexCheck:
 
     @classmethod
     def load(
-        cls, disk: Disk, path: str | None, base: int, seg: SegmentScan, name: str, active: bool
+        cls,
+        disk: Disk,
+        path: str | None,
+        base: int,
+        seg: SegmentScan,
+        name: str,
+        active: bool,
+        raw: bytes | None = None,
     ) -> Self | None:
-        """The check of the index at `path` (None: no such file, or too large to load).
+        """The check of the index at `path` (None: no such file, or too large to load); `raw`:
+        its bytes, when they were read already.
 
         The active (last) segment's indexes are preallocated while the broker runs and trimmed only
         when it closes them, so after a crash their zero-filled slots are the expected state, which
@@ -62,9 +70,10 @@ class IndexCheck:
         if path is None:
             return None
         file = _index_name(name, cls.SUFFIX)
-        raw = _read_index(disk, path, seg, cls.KIND, file)
         if raw is None:
-            return None
+            raw = _read_index(disk, path, seg, cls.KIND, file)
+            if raw is None:
+                return None
         size = len(raw)
         check = cls(raw, base, seg, file)
         check.active = active
@@ -73,7 +82,7 @@ class IndexCheck:
                 f"{cls.LABEL} file {path} is corrupt, found {size} bytes which is neither "
                 f"positive nor a multiple of {cls.ENTRY}"
             )
-        zeros = _zero_tail(raw[: check.n * cls.ENTRY], cls.ENTRY)
+        zeros = zero_tail(raw, check.n, cls.ENTRY)
         if zeros and active and check.n > 1:
             check.n -= zeros
             check.check_entries(check.n)
@@ -180,21 +189,9 @@ class TimeIndexCheck(IndexCheck):
     ENTRY = 12
 
     def check_entries(self, n: int) -> None:
-        prev_ts: int | None = None
-        prev_off = self.base
-        for k in range(n):
-            ts, rel = _TIME_ENTRY.unpack_from(self.raw, k * 12)
-            offset = self.base + rel
-            if rel < 0:
-                self.fail(f"entry {k} has offset {offset}, below the base offset {self.base}")
-                return
-            if prev_ts is not None and ts <= prev_ts:
-                self.fail(f"entry {k} timestamp {ts} does not increase past {prev_ts}")
-                return
-            if offset < prev_off:
-                self.fail(f"entry {k} offset {offset} goes back from {prev_off}")
-                return
-            prev_ts, prev_off = ts, offset
+        problem = time_entries_problem(self.raw, n, self.base)
+        if problem is not None:
+            self.fail(problem)
 
     def _relative_offset(self, k: int) -> int:
         return _TIME_ENTRY.unpack_from(self.raw, k * 12)[1]
@@ -236,6 +233,23 @@ class TimeIndexCheck(IndexCheck):
                 "(lookups by time miss it)"
             )
         self.report()
+
+
+def time_entries_problem(raw: bytes, n: int, base: int) -> str | None:
+    """What is wrong among the first `n` `.timeindex` entries themselves (None: nothing):
+    offsets at or past the base and never going back, timestamps increasing."""
+    prev_ts: int | None = None
+    prev_off = base
+    for k, (ts, rel) in enumerate(_TIME_ENTRY.iter_unpack(raw[: n * 12])):
+        offset = base + rel
+        if rel < 0:
+            return f"entry {k} has offset {offset}, below the base offset {base}"
+        if prev_ts is not None and ts <= prev_ts:
+            return f"entry {k} timestamp {ts} does not increase past {prev_ts}"
+        if offset < prev_off:
+            return f"entry {k} offset {offset} goes back from {prev_off}"
+        prev_ts, prev_off = ts, offset
+    return None
 
 
 def _index_name(log_name: str, suffix: str) -> str:
@@ -303,12 +317,17 @@ def check_txn_index(disk: Disk, path: str, seg: SegmentScan, name: str) -> None:
         seg.index_findings.append(Finding("txn_index_corrupt", file, None, len(raw), None, problem))
 
 
-def _zero_tail(raw: bytes, entry: int) -> int:
-    """Count of all-zero entries at the end (preallocated slots a crash left)."""
-    n = len(raw) // entry
+def zero_tail(raw: bytes, n: int, entry: int) -> int:
+    """Count of all-zero entries at the end of the first `n` (preallocated slots a crash left)."""
+    end = n * entry
+    if not n or raw[end - entry : end] != _ZEROS[:entry]:
+        return 0  # (the usual index: its last entry is not zero, and nothing is copied)
     # rstrip runs in C: a crashed broker's preallocated 10 MiB index is 1.3M slots to look at
-    used = len(bytes(raw[: n * entry]).rstrip(b"\0"))
+    used = len(bytes(raw[:end]).rstrip(b"\0"))
     return n - -(-used // entry)
+
+
+_ZEROS = bytes(16)
 
 
 class SegmentIndexChecks:
@@ -323,12 +342,14 @@ class SegmentIndexChecks:
         seg: SegmentScan,
         paths: tuple[str | None, str | None, str | None],
         active: bool = False,
+        raws: tuple[bytes | None, bytes | None] = (None, None),
     ) -> None:
-        """`active`: the partition's last segment (see `IndexCheck.load`)."""
+        """`active`: the partition's last segment (see `IndexCheck.load`); `raws`: the offset
+        and time index files' bytes, where they were read already."""
         self.seg = seg
         base, name = seg.base_offset, seg.name
-        self.offsets = OffsetIndexCheck.load(disk, paths[0], base, seg, name, active)
-        self.times = TimeIndexCheck.load(disk, paths[1], base, seg, name, active)
+        self.offsets = OffsetIndexCheck.load(disk, paths[0], base, seg, name, active, raws[0])
+        self.times = TimeIndexCheck.load(disk, paths[1], base, seg, name, active, raws[1])
         self.txn_path = paths[2]
         seg.has_index = paths[0] is not None
         seg.has_time_index = paths[1] is not None

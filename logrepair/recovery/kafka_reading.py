@@ -137,20 +137,32 @@ class KafkaReading:
 
     def quiet_limits(self) -> tuple[int, int] | None:
         """The lowest base offset and highest last offset of a batch `batch` would only count and
-        index: in order, within the segment's relative range and the current piece's (None for
-        the first batch, which begins the first piece, and once an overflow split has begun:
-        then each piece is followed batch by batch)."""
-        if self.last is None or self.overflow:
+        index: in order, within the segment's relative range and the current piece's (None once
+        an overflow split has begun: then each piece is followed batch by batch). Before the
+        first batch, the run that `extend` takes begins the first piece, as `batch` would."""
+        if self.last is None:
+            return None if self.pieces else (self.seg.base_offset, self.seg.base_offset + INT_MAX)
+        if self.overflow:
             return None
         floor = max(self.last + 1, self.piece_base, self.seg.base_offset)
         return floor, min(self.piece_base, self.seg.base_offset) + INT_MAX
 
     def extend(
-        self, kept: int, last: int, index_pos: int, index_offset: int | None, points: bytes
+        self,
+        first: int,
+        kept: int,
+        last: int,
+        index_pos: int,
+        index_offset: int | None,
+        points: bytes,
     ) -> None:
         """Batches that met `quiet_limits`, read in one go (`format.batch_runs.quiet_run`): the
-        bytes kept after them, the last offset, where the index was last written, and their
-        (position, last offset, max timestamp) points as native int64s."""
+        first one's base offset, the bytes kept after them, the last offset, where the index was
+        last written, and their (position, last offset, max timestamp) points as native int64s."""
+        if not self.pieces:  # the segment's first batches: they begin the first piece
+            self.piece_base = first
+            self.pieces.append(Piece(0, first, last))
+            self._next_piece(first)
         self.bytes = kept
         self.last = last
         if self.pieces:

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from ..json_out import Rendered
 from ..storage import layout
 from ..storage.layout import TopicPartition
 from . import notation
 from .defects import is_data_defect
+from .modes.checkpoints import entry_after
 from .modes.partition_plan import PartitionPlan
 from .plan import Action, Plan
 from .scan import PartitionScan
+from .state_checks import Checkpoints
 
 NOT_RECORDS = frozenset({"garbage_tail", "offset_hole"})
 """Data defects whose bytes hold no records (zeros or junk after the last batch, a segment that
@@ -45,6 +48,8 @@ class PartitionLoss:
     be read (a torn tail): the report says "from the log end on"."""
     changed: bool = False
     """The plan has an action in the partition dir or changes one of its checkpoint entries."""
+    rendered: Rendered | None = field(default=None, compare=False, repr=False)
+    """`to_json()`'s text, rendered beside the partition's scan for `--json`."""
 
     @property
     def name(self) -> str:
@@ -60,6 +65,10 @@ class PartitionLoss:
     def lost(self) -> bool:
         """What sets a repair's exit status 1: records removed or acknowledged offsets lost."""
         return self.records_removed or bool(self.acknowledged_lost)
+
+    def output_json(self) -> dict | Rendered:
+        """`to_json()`, or its text when it was rendered already."""
+        return self.to_json() if self.rendered is None else self.rendered
 
     def to_json(self) -> dict:
         return {
@@ -192,31 +201,93 @@ def _damaged_records_removed(p: PartitionScan, actions: list[Action]) -> tuple[b
 
 def plan_losses(
     plan: Plan,
-    partition_plans: list[tuple[PartitionPlan, int]],
+    partition_plans: list[tuple[PartitionPlan, int, PartitionShareLoss | None]],
     after: dict[str, dict[TopicPartition, int] | None],
 ) -> list[PartitionLoss]:
     """The loss of every partition the plan touches, from each partition's plan and its log end as
-    checkpoints are held to, and the root checkpoints as the plan leaves them (`after`)."""
+    checkpoints are held to, and the root checkpoints as the plan leaves them (`after`). A loss
+    made beside the partition's scan (`loss_alone`) is taken where it was made of the same
+    actions and checkpoint entries (the same inputs: the same loss)."""
     out = []
     by_dir = actions_by_dir(plan.actions)
-    for pp, end in partition_plans:
+    for pp, end, made in partition_plans:
         p = pp.p
-        loss = partition_loss(
-            p,
-            by_dir.get(p.rel, []),
-            gaps=pp.gaps,
-            missing=[
-                (f.offset, f.last_offset)
-                for f in p.all_findings
-                if f.kind == "offset_hole" and f.offset is not None and f.last_offset is not None
-            ],
-            log_end=end,
-            high_watermark=_before_after(after, layout.REPLICATION_CHECKPOINT, p),
-            recovery_point=_before_after(after, layout.RECOVERY_POINT_CHECKPOINT, p),
-        )
+        actions = by_dir.get(p.rel, [])
+        hw = _before_after(after, layout.REPLICATION_CHECKPOINT, p)
+        rp = _before_after(after, layout.RECOVERY_POINT_CHECKPOINT, p)
+        if made is not None and made.fits(actions, hw, rp):
+            loss = made.loss
+        else:
+            loss = partition_loss(
+                p, actions, gaps=pp.gaps, missing=holes(p), log_end=end, high_watermark=hw,
+                recovery_point=rp,
+            )  # fmt: skip
         if loss.changed or loss.lost:
             out.append(loss)
     return out
+
+
+@dataclass(slots=True)
+class PartitionShareLoss:
+    """A partition's loss made beside its scan, with the actions it was made of."""
+
+    loss: PartitionLoss
+    actions: list[Action]
+
+    def fits(
+        self,
+        actions: list[Action],
+        hw: tuple[int | None, int | None],
+        rp: tuple[int | None, int | None],
+    ) -> bool:
+        return (
+            self.loss.high_watermark == hw
+            and self.loss.recovery_point == rp
+            and len(actions) == len(self.actions)
+            and all(a is b for a, b in zip(actions, self.actions, strict=True))
+        )
+
+
+def loss_alone(
+    pp: PartitionPlan, end: int, new_rp: int | None, ck: Checkpoints
+) -> PartitionShareLoss:
+    """The partition's loss as `plan_losses` makes it, from the partition alone (beside its scan,
+    in a log dir): its checkpoint entries after as `entry_after` sees them."""
+    p = pp.p
+    hw = rp = (None, None)
+    if checkpointed(p):
+        bounds = repaired_bounds(pp, end)
+        hw = (
+            p.high_watermark,
+            entry_after(ck, layout.REPLICATION_CHECKPOINT, p.tp, p.high_watermark, bounds, None),
+        )
+        rp = (
+            p.recovery_point,
+            entry_after(
+                ck, layout.RECOVERY_POINT_CHECKPOINT, p.tp, p.recovery_point, bounds, new_rp
+            ),
+        )
+    actions = pp.plan.actions
+    loss = partition_loss(
+        p, actions, gaps=pp.gaps, missing=holes(p), log_end=end, high_watermark=hw,
+        recovery_point=rp,
+    )  # fmt: skip
+    return PartitionShareLoss(loss, actions)
+
+
+def repaired_bounds(pp: PartitionPlan, end: int) -> tuple[int, int]:
+    """The partition's log start and end offsets as repaired: its checkpoint entries' bounds."""
+    first_base = pp.segs[0].base if pp.segs else 0
+    return max(pp.log_start or 0, first_base), end
+
+
+def holes(p: PartitionScan) -> list[tuple[int, int]]:
+    """The offsets missing between the partition's segments before the repair."""
+    return [
+        (f.offset, f.last_offset)
+        for f in p.all_findings
+        if f.kind == "offset_hole" and f.offset is not None and f.last_offset is not None
+    ]
 
 
 def checkpointed(p: PartitionScan) -> bool:

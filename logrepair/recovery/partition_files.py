@@ -9,6 +9,7 @@ partition to every mode as it is.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -85,11 +86,10 @@ class PartitionFiles:
         """The offset, time and transaction index Kafka loads for the segment at `base` (None:
         absent): a `.swap` of one is renamed over it first (LogLoader's third pass, 4.1.1),
         unless a `.cleaned` file at or below it makes the swap part of an unfinished split."""
-        swaps_kept = self.min_cleaned is None or base < self.min_cleaned
+        swaps = self.swap_indexes if self.min_cleaned is None or base < self.min_cleaned else {}
         out = []
         for k in _INDEX_FILE_KINDS:
-            name = self.swap_indexes.get((base, k)) if swaps_kept else None
-            name = name or self.indexes.get((base, k))
+            name = (swaps and swaps.get((base, k))) or self.indexes.get((base, k))
             out.append(None if name is None else join(path, name))
         return tuple(out)
 
@@ -125,6 +125,15 @@ def sort_files(disk: Disk, p: PartitionScan) -> PartitionFiles:
             if kind != "file":
                 continue  # gone since the listing
         p.files.append(fname)
+        fn = _plain_segment_file(fname)
+        if fn is not None:  # (most names: a segment's files as Kafka names them)
+            if fn.kind is FileKind.LOG:
+                files.logs[fn.offset] = fname
+            elif fn.kind is FileKind.SNAPSHOT:
+                p.snapshots.append(Snapshot(fn.offset, fname, None))
+            else:
+                files.indexes[(fn.offset, fn.kind)] = fname
+            continue
         fn = layout.classify_partition_file(fname)
         if fn.blocks_kafka_load or (fn.offset is not None and not fn.canonical and not fn.leftover):
             detail = fn.detail or "a non-canonical segment name; Kafka ignores it"
@@ -174,6 +183,19 @@ def sort_files(disk: Disk, p: PartitionScan) -> PartitionFiles:
                 Finding("stray_file", p.file(fname), detail="not a file Kafka keeps here")
             )
     return files
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _plain_segment_file(fname: str) -> layout.FileName | None:
+    """The name when it is a `.log`, index or producer snapshot as Kafka names it (no leftover
+    suffix): `sort_files` files it at once. Remembered, as the classification is: most names
+    recur in every partition dir."""
+    fn = layout.classify_partition_file(fname)
+    plain = fn.kind in _PLAIN_KINDS and fn.offset is not None and not fn.leftover
+    return fn if plain and not fn.tmp and not fn.blocks_kafka_load and fn.canonical else None
+
+
+_PLAIN_KINDS = (FileKind.LOG, *_INDEX_FILE_KINDS, FileKind.SNAPSHOT)
 
 
 def _leave_alone(p: PartitionScan, finding: Finding) -> None:

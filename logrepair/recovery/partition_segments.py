@@ -48,7 +48,7 @@ def scan_segments(
         max_epoch = seg.max_epoch
         if progress is not None:
             progress(seg.size)
-        for k, suffix in ((0, layout.INDEX_SUFFIX), (1, layout.TIME_INDEX_SUFFIX)):
+        for k, suffix in _MISSABLE if idx[0] is None or idx[1] is None else ():
             if idx[k] is not None:
                 continue
             name = layout.segment_file_name(base, suffix)
@@ -64,6 +64,10 @@ def scan_segments(
         if seg.last_offset is not None:
             previous_last = seg.last_offset
 
+
+_MISSABLE = ((0, layout.INDEX_SUFFIX), (1, layout.TIME_INDEX_SUFFIX))
+"""The indexes whose absence is a finding (a `.txnindex` is there only for aborted
+transactions)."""
 
 COMPACTED_TOPICS = ("__consumer_offsets", "__transaction_state")
 """Kafka's internal topics, always `cleanup.policy=compact`."""

@@ -28,6 +28,7 @@ import base64
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..json_out import Rendered
 from . import notation
 
 if TYPE_CHECKING:
@@ -57,6 +58,12 @@ class Action:
     """For a write_file: the new content as `(file, position, length)` ranges, in order; `file`
     is relative to the plan's root (this log dir) or absolute (a replica's, only read). The bytes
     are copied into the quarantine before any action runs, so later actions cannot change them."""
+    rendered: Rendered | None = field(default=None, compare=False, repr=False)
+    """`to_json()`'s text, rendered beside the partition's scan for `--json` (`Plan.render`)."""
+
+    def output_json(self) -> dict | Rendered:
+        """`to_json()`, or its text when it was rendered already."""
+        return self.to_json() if self.rendered is None else self.rendered
 
     def to_json(self) -> dict:
         out: dict = {"action": self.action, "file": self.file}
@@ -155,6 +162,12 @@ class Plan:
     @property
     def removed_bytes(self) -> int:
         return sum(a.removed_bytes for a in self.actions)
+
+    def render(self) -> None:
+        """Each action's JSON rendered now (`Action.rendered`): beside a partition's scan, in the
+        process that scanned it, for `--json`."""
+        for a in self.actions:
+            a.rendered = Rendered.of(a.to_json())
 
     @property
     def removed_offsets(self) -> list[tuple[int, int]]:

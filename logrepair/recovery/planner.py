@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..json_out import Rendered
 from ..storage import layout
 from ..storage.layout import TopicPartition, printable
-from .loss import checkpointed, plan_losses
+from .loss import PartitionShareLoss, checkpointed, loss_alone, plan_losses, repaired_bounds
 from .modes import kafka, kraft, point_in_time, salvage
 from .modes.checkpoints import plan_checkpoints
 from .modes.finish import finish_partition
@@ -51,26 +52,27 @@ def make_plan(scan: LogDirScan, mode: str, heal: HealSource | None = None) -> Pl
     plan = Plan(mode, scan.root)
     _start(scan, plan)
     can_checkpoint = _can_checkpoint(scan.is_log_dir, scan.checkpoints)
-    planned: list[tuple[PartitionPlan, int]] = []
+    planned: list[tuple[PartitionPlan, int, PartitionShareLoss | None]] = []
     ends: dict[TopicPartition, tuple[int, int]] = {}
     flushed: dict[TopicPartition, int] = {}
     for p in scan.partitions:
         if _left_alone(plan, p):
             continue
         share = scan.prepared.get(p.rel) if heal is None else None
+        made = None
         if isinstance(share, PartitionShare) and share.pp.plan.mode == mode:
+            made = share.loss
             pp, end, new_rp = share.adopt(plan)
         else:
             pp, end, new_rp = _plan_partition(p, plan, can_checkpoint, heal)
         if checkpointed(p):
             if new_rp is not None:
                 flushed[p.tp] = new_rp
-            first_base = pp.segs[0].base if pp.segs else 0
-            ends[p.tp] = (max(pp.log_start or 0, first_base), end)
-        planned.append((pp, end))
+            ends[p.tp] = repaired_bounds(pp, end)
+        planned.append((pp, end, made))
     after = plan_checkpoints(scan, plan, ends, flushed)
     plan.partitions = plan_losses(plan, planned, after)
-    plan.left = left_json(unresolved(scan, plan, [pp for pp, _ in planned]), mode)
+    plan.left = left_json(unresolved(scan, plan, [pp for pp, _, _ in planned]), mode)
     return plan
 
 
@@ -91,6 +93,8 @@ class PartitionShare:
     pp: PartitionPlan
     end: int
     new_rp: int | None
+    loss: PartitionShareLoss | None = None
+    """Its loss, made beside it (`plan_losses` takes it where it holds)."""
 
     def adopt(self, plan: Plan) -> tuple[PartitionPlan, int, int | None]:
         own = self.pp.plan
@@ -102,15 +106,20 @@ class PartitionShare:
 
 
 def plan_partition_alone(
-    mode: str, p: PartitionScan, checkpoints: Checkpoints, root: str
+    mode: str, p: PartitionScan, checkpoints: Checkpoints, root: str, *, render: bool = False
 ) -> PartitionShare | None:
     """`scan_path`'s step for a repair in `mode` (not heal): the partition's plan, made where it
-    was scanned (None for a partition every mode leaves alone: `make_plan` notes it)."""
+    was scanned (None for a partition every mode leaves alone: `make_plan` notes it); `render`:
+    its actions' JSON rendered there too."""
     if p.left_alone is not None:
         return None
     pp, end, new_rp = _plan_partition(p, Plan(mode, root), _can_checkpoint(True, checkpoints))
     pp.txn_replay = None  # the replay's working state (and its Disk) stays in the worker
-    return PartitionShare(pp, end, new_rp)
+    share = PartitionShare(pp, end, new_rp, loss_alone(pp, end, new_rp, checkpoints))
+    if render:
+        pp.plan.render()
+        share.loss.loss.rendered = Rendered.of(share.loss.loss.to_json())
+    return share
 
 
 def _start(scan: LogDirScan, plan: Plan) -> None:

@@ -10,6 +10,7 @@ are exactly those of the batch-by-batch pass; only the number of Python steps ch
 
 from __future__ import annotations
 
+import struct
 from typing import TYPE_CHECKING
 
 from ..format.batch_runs import NONE, quiet_run
@@ -20,10 +21,14 @@ if TYPE_CHECKING:
     from .strict_reading import StrictReading
 
 _NOTHING = (0, 0, 0)
+_LENGTH = struct.Struct(">i").unpack_from
+_EPOCH = struct.Struct(">i")  # a v2 batch's partitionLeaderEpoch, at byte 12
 _EMPTY = b""
-_SPAN = 1 << 20
-"""Bytes of buffer one call walks at most: its points (24 bytes a batch) are then bounded by this
-span, not by the window, so memory does not follow the number of batches in a window."""
+MOST_BATCHES = 1024
+"""Batches one call takes at most: its points (24 bytes a batch, 24 KiB here) are bounded by this
+count, so memory does not follow the number of batches in a window, while a call still walks the
+whole window where batches are large (a span of bytes would bound the points only by the batches'
+size: 4 MiB of 1 KiB batches is 96 KiB of points against 12 KiB for 8 KiB batches)."""
 _SAFE_BASE = 2**62
 _INT64_MAX = 2**63 - 1  # (a configured maximum beyond it is no maximum)
 """Segments based below this keep every index offset (base + a 31-bit entry) inside int64."""
@@ -50,6 +55,8 @@ class QuietBatches:
         max_length: int,
         floor: int,
     ) -> tuple[int, int, int]:
+        if pos + 12 + _LENGTH(buf, pos + 8)[0] > limit:
+            return _NOTHING  # (the batch there runs past the window: the walker reads on)
         strict, kafka = self.strict, self.kafka
         seg = strict.seg
         limits = strict.quiet_limits()
@@ -57,6 +64,13 @@ class QuietBatches:
             return _NOTHING
         floor = max(floor, limits[0])
         _, max_last, max_size, epoch = limits
+        # A run may begin where the leader epoch rises (a segment's first batch, most often): the
+        # rise is recorded and the run takes that epoch.
+        rise = None
+        if buf[pos + 16] == 2:
+            first_epoch = _EPOCH.unpack_from(buf, pos + 12)[0]
+            if first_epoch != epoch and first_epoch >= 0 and strict.rises_to(first_epoch):
+                epoch = rise = first_epoch
         k_on = kafka.on
         # The points (position, last offset, max timestamp) of the run go to Kafka's index while
         # Kafka reads on, else to the index of the strict run after damage (`run_index`), as if
@@ -94,7 +108,7 @@ class QuietBatches:
             quiet_run(
                 buf,
                 pos,
-                min(limit, pos + _SPAN),
+                limit,
                 file_position,
                 min(max_length, _INT64_MAX),
                 floor,
@@ -108,16 +122,17 @@ class QuietBatches:
                 k_pos,
                 NONE if k_offset is None else k_offset,
                 kafka.interval,
+                MOST_BATCHES,
             )
         )
         if not n:
             return _NOTHING
         strict.extend(
             file_position + pos, file_position + end, first, last, max_ts,
-            None if k_on or not k_indexed else points,
+            None if k_on or not k_indexed else points, rise,
         )  # fmt: skip
         if k_on:
-            kafka.extend(kept, last, k_pos, None if k_offset == NONE else k_offset, points)
+            kafka.extend(first, kept, last, k_pos, None if k_offset == NONE else k_offset, points)
             if txn:
                 seg.has_txn_batches = True
                 seg.has_txn_markers = seg.has_txn_markers or bool(txn & 2)

@@ -100,11 +100,16 @@ def plan_rebuild(disk: Disk, scan: LogDirScan) -> Plan:
     return plan
 
 
-def rebuild_partition(p: PartitionScan, checkpoints: Checkpoints, root: str) -> Plan:
+def rebuild_partition(
+    p: PartitionScan, checkpoints: Checkpoints, root: str, *, render: bool = False
+) -> Plan:
     """`scan_path`'s step for rebuild-index: the partition's rebuild actions and notes, made where
-    it was scanned (the offset, time and transaction indexes are each built from its logs)."""
+    it was scanned (the offset, time and transaction indexes are each built from its logs);
+    `render`: their JSON rendered there too."""
     plan = Plan("rebuild-index", root)
     _plan_partition(p.disk, p, plan)
+    if render:
+        plan.render()
     return plan
 
 

@@ -77,11 +77,11 @@ class RepairResult:
             "mode": self.plan.mode,
             "applied": self.applied,
             "dry_run": not self.applied and bool(self.plan.actions),
-            "actions": [a.to_json() for a in self.plan.actions],
+            "actions": [a.output_json() for a in self.plan.actions],
             "removed_bytes": self.plan.removed_bytes,
             "removed_offsets": [list(r) for r in self.plan.removed_offsets],
             "gaps": [list(g) for g in self.plan.gaps],
-            "partitions": [p.to_json() for p in self.plan.partitions],
+            "partitions": [p.output_json() for p in self.plan.partitions],
             "quarantine": self.quarantine,
             "left": self.plan.left,
             "notes": self.plan.notes,
@@ -103,15 +103,17 @@ def repair(
     progress: Progress | None = None,
     interrupted: str = FINISH,
     partitions: PartitionMapper | None = None,
+    render_json: bool = False,
 ) -> RepairResult:
-    """Scan, plan in `mode`, quarantine and apply (after finishing interrupted runs)."""
+    """Scan, plan in `mode`, quarantine and apply (after finishing interrupted runs).
+    `render_json`: each partition's actions rendered as JSON beside its scan (`--json`)."""
     return _run(
         disk,
         path,
         settings,
         mode,
         lambda scan: make_plan(scan, mode),
-        partial(plan_partition_alone, mode),
+        partial(plan_partition_alone, mode, render=render_json),
         validated=True,
         dry_run=dry_run,
         quarantine_root=quarantine_root,
@@ -131,6 +133,7 @@ def rebuild_indexes(
     progress: Progress | None = None,
     interrupted: str = FINISH,
     partitions: PartitionMapper | None = None,
+    render_json: bool = False,
 ) -> RepairResult:
     """`rebuild-index`: every index that disagrees with its log rewritten, as a journaled run.
 
@@ -141,7 +144,7 @@ def rebuild_indexes(
         settings,
         "rebuild-index",
         lambda scan: plan_rebuild(disk, scan),
-        rebuild_partition,
+        partial(rebuild_partition, render=render_json),
         validated=False,
         dry_run=dry_run,
         quarantine_root=quarantine_root,

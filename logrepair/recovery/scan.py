@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..json_out import Rendered
 from ..storage import layout
 from ..storage.disk import Disk, join
 from ..storage.layout import FileKind, TopicPartition, printable
@@ -134,8 +135,9 @@ class LogDirScan:
     deep: bool = False
     """Every record was decoded (`--deep-iteration`); else only batches were checked."""
     prepared: dict[str, object] = field(default_factory=dict, compare=False)
-    """What `scan_path`'s step made of each partition scanned in a worker (by its dir, `rel`):
-    its share of a plan, made beside its scan; empty for a serial scan."""
+    """What `scan_path`'s step made of each partition scanned through a pool (by its dir, `rel`),
+    beside its scan: its share of a plan, or its JSON entry (`rendered_partition`); empty for a
+    serial scan."""
     links: list[FollowedLink] = field(default_factory=list)
     """The root files that are symbolic links read as their targets (`--follow-symlinks`)."""
 
@@ -159,6 +161,10 @@ class LogDirScan:
             out.extend(p.all_findings)
         return out
 
+    def _partition_json(self, p: PartitionScan) -> dict | Rendered:
+        done = self.prepared.get(p.rel)
+        return done if isinstance(done, Rendered) else p.to_json()
+
     def to_json(self) -> dict:
         return {
             "clean": self.clean,
@@ -166,7 +172,7 @@ class LogDirScan:
             "path": printable(self.root),
             "kind": "log_dir" if self.is_log_dir else "partition_dir",
             "clean_shutdown_marker": self.clean_shutdown_marker,
-            "partitions": [p.to_json() for p in self.partitions],
+            "partitions": [self._partition_json(p) for p in self.partitions],
             "defects": [f.to_json() for f in self.findings],
         }
 
@@ -237,6 +243,7 @@ def _leave_shared_targets_alone(result: LogDirScan) -> None:
         for link in p.links:
             if link.rel in why:
                 p.add_left_alone(why[link.rel])
+                result.prepared.pop(p.rel, None)  # made before it was left alone
     result.links = [link for link in result.links if link.rel not in why]
 
 
@@ -277,6 +284,11 @@ def scan_partition_dir(
     done = None if then is None else then(p, checkpoints, root)
     p.disk = None
     return p, done
+
+
+def rendered_partition(p: PartitionScan, checkpoints: Checkpoints, root: str) -> Rendered:
+    """`scan_path`'s step for `verify --json`: the partition's entry rendered beside its scan."""
+    return Rendered.of(p.to_json())
 
 
 def _check_log_dir_entry(

@@ -17,20 +17,27 @@ Kafka's (overflow split) → report the indexes → Kafka's index rebuild.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..format.batch import RecordBatch
-from ..format.batch_layout import CONTROL_MASK, TRANSACTIONAL_MASK
+from ..format.batch_layout import (
+    CONTROL_MASK,
+    LOG_OVERHEAD,
+    RECORD_BATCH_OVERHEAD,
+    TRANSACTIONAL_MASK,
+)
 from ..format.errors import Defect, FormatError
 from ..format.legacy import LegacyBatch
-from ..format.walker import CRC_VALID_KINDS
+from ..format.walker import CRC_VALID_KINDS, Walker
 from ..storage.disk import Disk
-from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, LogScan
+from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, DEFAULT_WINDOW_SIZE, LogScan
 from .findings import Finding
 from .index_checks import SegmentIndexChecks
 from .indexes import batch_header
 from .kafka_reading import KafkaReading, Piece, kafka_keeps_bad_magic
 from .quiet_batches import QuietBatches
+from .quiet_segment import read_index_files, take_quiet_segment
 from .strict_reading import INT64_MAX, Run, StrictReading
 
 _TXN_MARKER = TRANSACTIONAL_MASK | CONTROL_MASK
@@ -173,14 +180,32 @@ def scan_segment(
     highest leader epoch of the valid batches before this segment (`SegmentScan.max_epoch`).
     `deep` decodes every record (decompression capped as the dump caps it): a batch whose records
     fail is a finding of a CRC-valid kind, which Kafka's recovery keeps and a consumer stops at."""
-    seg = SegmentScan(base_offset, name, disk.size(path))
-    index_checks = SegmentIndexChecks(disk, seg, index_paths, active=next_base is None)
+    size, whole = _read_whole(disk, path)
+    seg = SegmentScan(base_offset, name, size)
+    raws = (None, None)
+    if whole is not None and not deep:
+        raws = read_index_files(disk, index_paths)
+        if take_quiet_segment(
+            disk,
+            seg,
+            whole,
+            raws,
+            index_paths[2],
+            previous_last_offset=previous_last_offset,
+            next_base=next_base,
+            previous_max_epoch=previous_max_epoch,
+            message_max_bytes=message_max_bytes,
+            index_interval_bytes=index_interval_bytes,
+            max_batch_size=max_batch_size,
+        ):
+            return seg
+    index_checks = SegmentIndexChecks(disk, seg, index_paths, next_base is None, raws)
     kafka = KafkaReading(seg, index_interval_bytes)
     strict = StrictReading(
         seg, previous_last_offset, next_base, previous_max_epoch, message_max_bytes,
         index_interval_bytes,
     )  # fmt: skip
-    _read_batches(disk, path, max_batch_size, deep, strict, kafka, index_checks)
+    _read_batches(disk, path, whole, max_batch_size, deep, strict, kafka, index_checks)
     strict.finish()
     kafka.finish(disk, path, max_batch_size)
     index_checks.finish(disk)
@@ -188,9 +213,24 @@ def scan_segment(
     return seg
 
 
+def _read_whole(disk: Disk, path: str) -> tuple[int, memoryview | None]:
+    """The `.log`'s size, and its bytes when it fits one window (most segments of a log dir):
+    one open for both."""
+    with disk.open(path) as f:
+        size = f.size()
+        if size > DEFAULT_WINDOW_SIZE:
+            return size, None
+        data = f.read_at(0, size)  # (one read, into memory nobody zeroes first)
+        if len(data) < size:  # a short read: read on to the end, which may have moved
+            buf = bytearray(size)
+            data = memoryview(buf)[: f.read_into(0, buf)]
+    return size, memoryview(data)  # (a file that shrank under the read ends where it did)
+
+
 def _read_batches(
     disk: Disk,
     path: str,
+    whole: memoryview | None,
     max_batch_size: int | None,
     deep: bool,
     strict: StrictReading,
@@ -207,15 +247,7 @@ def _read_batches(
     oc_next = _NEVER if offset_check is None else offset_check.next_position()
     tc_next = _NEVER if time_check is None else time_check.next_offset()
     quiet = None if deep else QuietBatches(strict, kafka, index_checks)
-    for item in LogScan(
-        disk,
-        path,
-        resync=True,
-        check_offsets=False,
-        max_batch_size=max_batch_size,
-        deep=deep,
-        quiet_runs=quiet,
-    ):
+    for item in _items(disk, path, whole, max_batch_size, deep, quiet):
         cls = item.__class__
         if cls is LegacyBatch and item.is_compressed:
             item = _wrapper_or_defect(item)
@@ -263,6 +295,56 @@ def _read_batches(
             tc_next = time_check.batch(last)
         if cls is not Defect:
             strict.batch(item, position, first, strict_last, size)
+
+
+def _items(
+    disk: Disk,
+    path: str,
+    whole: memoryview | None,
+    max_batch_size: int | None,
+    deep: bool,
+    quiet: QuietBatches | None,
+) -> Iterable[RecordBatch | LegacyBatch | Defect]:
+    """The batches and defects of the `.log` that the quiet runs leave to the loop. A file read
+    whole (`whole`) is offered to the quiet runs straight away, as the walker would offer it: a
+    clean one is taken whole, with nothing to iterate; the walker goes on from where they stop.
+    A larger file is scanned window by window (`LogScan`)."""
+    if whole is None:
+        return LogScan(
+            disk,
+            path,
+            resync=True,
+            check_offsets=False,
+            max_batch_size=max_batch_size,
+            deep=deep,
+            quiet_runs=quiet,
+        )
+    mv, got = whole, len(whole)
+    pos, expected = 0, None
+    if quiet is not None:
+        max_length = (max_batch_size or 2**31) - LOG_OVERHEAD  # (the walker's bad_length bound)
+        while pos + RECORD_BATCH_OVERHEAD <= got:
+            n, end, last = quiet(mv, pos, got, 0, max_length, _ANY_OFFSET)
+            if not n:
+                break
+            pos, expected = end, last + 1
+    if pos >= got:
+        return ()
+    return Walker(
+        mv[pos:],
+        file_position=pos,
+        file_size=got,
+        resync=True,
+        check_offsets=False,
+        expected_offset=expected,
+        max_batch_size=max_batch_size,
+        deep=deep,
+        carry_damage=True,
+        quiet_runs=quiet,
+    )
+
+
+_ANY_OFFSET = -(2**63)  # the floor a walk without offset checks offers the quiet runs
 
 
 def _wrapper_or_defect(wrapper: LegacyBatch) -> LegacyBatch | Defect:

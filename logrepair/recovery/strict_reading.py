@@ -21,7 +21,7 @@ from .kafka_reading import INT_MAX
 if TYPE_CHECKING:
     from .segment_scan import SegmentScan
 
-_NO_EPOCH = -(2**40)  # no leader epoch is this: every epoch of a batch needs a look
+NO_EPOCH = -(2**40)  # no leader epoch is this: every epoch of a batch needs a look
 INT64_MAX = 2**63 - 1
 
 
@@ -108,15 +108,30 @@ class StrictReading:
             max_last = min(max_last, self.next_base - 1)
         max_size = self.message_max_bytes
         max_size = INT64_MAX if max_size is None else min(max_size, INT64_MAX)
-        epoch = self.max_epoch if self.max_epoch <= self.segment_max_epoch else _NO_EPOCH
+        epoch = self.max_epoch if self.max_epoch <= self.segment_max_epoch else NO_EPOCH
         return floor, max_last, max_size, epoch
 
+    def rises_to(self, epoch: int) -> bool:
+        """Whether a batch of this leader epoch (while `quiet_limits` holds) would only record a
+        rise: the first of its epoch in the segment, at or above every epoch before it. A run
+        that starts with such a batch may take the later batches of its epoch too (`extend`
+        with `rise`)."""
+        return epoch > self.segment_max_epoch and epoch >= self.max_epoch
+
     def extend(
-        self, start: int, end: int, first: int, last: int, max_ts: int, points: bytes | None
+        self,
+        start: int,
+        end: int,
+        first: int,
+        last: int,
+        max_ts: int,
+        points: bytes | None,
+        rise: int | None = None,
     ) -> None:
         """Batches from `start` to `end` at offsets `first`..`last` that met `quiet_limits`:
         what `batch` does with each of them, at once. `points`: their (position in the run, last
-        offset, max timestamp) for the run's index, when it has one."""
+        offset, max timestamp) for the run's index, when it has one. `rise`: the first batch's
+        leader epoch, where it rises (`rises_to`); the others are of that epoch or negative."""
         run = self.run
         if run is None:
             self._close_run_index()
@@ -137,6 +152,8 @@ class StrictReading:
         self.last = last
         if max_ts > self.seg.max_timestamp:
             self.seg.max_timestamp = max_ts
+        if rise is not None:
+            self._epoch(rise, start, end - start, first, last)
 
     def defect(self, item: Defect) -> None:
         """A damaged region (LogScan reports one once, however many windows it spans)."""

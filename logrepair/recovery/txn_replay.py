@@ -22,7 +22,11 @@ from ..format.errors import Defect, FormatError
 from ..format.walker import CRC_VALID_KINDS
 from ..storage import layout
 from ..storage.disk import Disk, join
-from ..storage.producer_snapshot import CorruptSnapshotError, read_snapshot
+from ..storage.producer_snapshot import (
+    CorruptSnapshotError,
+    ProducerSnapshotEntry,
+    read_snapshot,
+)
 from ..storage.producer_state import ProducerState, ProducerStateError
 from ..storage.scan import LogScan
 from .kafka_reading import kafka_keeps_bad_magic
@@ -54,6 +58,11 @@ class _Batch:
     """For a COMMIT/ABORT marker: (is abort, coordinator epoch)."""
 
 
+Source = str | ProducerState | tuple[ProducerSnapshotEntry, ...]
+"""Where the replay gets the producer state at a snapshot's offset: the snapshot file's name
+(read when used), a state it made, or the entries the scan decoded from the file."""
+
+
 class TxnReplay:
     """The replay of one partition; `recover` once per recovered segment, in Kafka's order."""
 
@@ -62,14 +71,14 @@ class TxnReplay:
         disk: Disk,
         path: str,
         log_start: int,
-        snapshots: dict[int, str | ProducerState],
+        snapshots: dict[int, Source],
         max_batch: int,
     ) -> None:
         self.disk = disk
         self.path = path
         self.log_start = log_start
         self.max_batch = max_batch
-        self._snapshots: dict[int, str | ProducerState] = dict(snapshots)
+        self._snapshots: dict[int, Source] = dict(snapshots)
         self._batches: dict[int, list[_Batch]] = {}
         self.problems: list[str] = []
         """Batches the replay rejects (Kafka's InvalidTxnStateException: its startup aborts)."""
@@ -208,6 +217,8 @@ class TxnReplay:
             source = self._snapshots[offset]
             if isinstance(source, ProducerState):
                 return ProducerState(source.map_end_offset, source.entries)
+            if isinstance(source, tuple):  # (its entries, decoded already)
+                return ProducerState(offset, source)
             try:
                 entries = read_snapshot(self.disk, join(self.path, source))
             except CorruptSnapshotError:

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from ..storage.disk import Disk, parent_of
 from . import logdir_state
-from .copies import COPY_CHUNK, copy_range, copy_span, file_state, move_file
+from .copies import copy_range, copy_span, file_state, move_file
 from .failures import io_errors
 from .journal import (
     ABANDONED,
@@ -298,20 +298,19 @@ def _restore_tail(journal: Journal, entry: dict) -> None:
     blob_at = 0
     position = entry["size"]
     end = saved["original_size"]
-    buf = bytearray(COPY_CHUNK)
     with disk.open(journal.at(entry, entry["file"]), write=True) as dst:
         dst.truncate(entry["size"])  # what an earlier try wrote goes; holes read as zeros again
         while position < end:
             if position in moved:
-                # kept batches, back from the segment they went to: in the kernel
+                # kept batches, back from the segment they went to, whole
                 length, to = moved[position]
-                source, at, through = journal.t(to), 0, None
+                source, at, sparse = journal.t(to), 0, False
             else:
                 length = min([p for p in moved if p > position], default=end) - position
-                source, at, through = blob, blob_at, buf
+                source, at, sparse = blob, blob_at, True
                 blob_at += length
             with disk.open(source) as src:
-                if copy_span(src, at, length, dst, position, through) < length:
+                if copy_span(src, at, length, dst, position, sparse) < length:
                     raise UndoRefused(f"{source} is shorter than the repair left it")
             position += length
         dst.truncate(end)

@@ -76,12 +76,20 @@ def iter_lines(disk: Disk, path: str, *, limit: int | None = None) -> Iterator[s
         with disk.open(path) as f:
             yield from _lines(_chunks(f), path)
         return
+    yield from _lines_of(_read_whole(disk, path, limit), path)
+
+
+def _read_whole(disk: Disk, path: str, limit: int) -> bytes:
     try:
-        data = disk.read_small(path, limit)
+        return disk.read_small(path, limit)
     except FileTooLarge as e:
         raise CheckpointError(
             path, f"{e.size} bytes is not a checkpoint file Kafka wrote"
         ) from None
+
+
+def _lines_of(data: bytes, path: str) -> Iterator[str]:
+    """The lines of a file read whole, as `iter_lines` gives them."""
     if len(data) <= _READ_CHUNK:  # one chunk: no line can pass the limit
         try:
             lines = _LINE_BREAK.split(data.decode("utf-8"))
@@ -146,8 +154,33 @@ def read_checkpoint(
     limit: int | None = None,
 ) -> list[T]:
     """Kafka's `CheckpointReadBuffer.read`, entry by entry, in file order (`limit` as for
-    `iter_lines`)."""
-    lines = iter_lines(disk, path, limit=limit)
+    `iter_lines`). The entries of a small file are remembered by its bytes (they must be
+    immutable): the leader-epoch checkpoints of thousands of partitions are a few texts."""
+    if limit is None:
+        return _entries(iter_lines(disk, path), path, version, parse_entry)
+    data = _read_whole(disk, path, limit)
+    if len(data) > _REMEMBERED_SIZE:
+        return _entries(_lines_of(data, path), path, version, parse_entry)
+    key = (bytes(data), version, parse_entry)
+    known = _remembered.get(key)
+    if known is None:
+        if len(_remembered) >= _REMEMBERED_FILES:
+            _remembered.clear()
+        known = _remembered[key] = tuple(
+            _entries(_lines_of(data, path), path, version, parse_entry)
+        )
+    return list(known)
+
+
+_REMEMBERED_SIZE = 256
+_REMEMBERED_FILES = 1024
+_remembered: dict[tuple[bytes, int, Callable], tuple] = {}
+
+
+def _entries(
+    lines: Iterator[str], path: str, version: int, parse_entry: Callable[[str], T]
+) -> list[T]:
+    """The entries of a checkpoint's lines (see `read_checkpoint`)."""
 
     def malformed(n: int, line: str, structural: bool = True) -> CheckpointError:
         return CheckpointError(

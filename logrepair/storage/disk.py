@@ -6,7 +6,8 @@ filesystem any other way (a test scans for it), which is what lets the simulator
 
 Semantics every implementation keeps, because SimDisk's crash states are defined by them:
 - Writes change what readers see at once; they are durable only after `DiskFile.fsync`. A copy
-  (`DiskFile.copy_to`, in the kernel on the real OS) is a write to its destination like any other.
+  (`DiskFile.copy_to`, in the kernel or around the page cache on the real OS) is a write to its
+  destination like any other.
 - Creating, renaming or unlinking a name is durable only after `fsync_dir` of its directory.
 - `rename` replaces an existing destination atomically (POSIX rename).
 - Paths are plain strings; a Disk never resolves symlinks on the caller's behalf except where a
@@ -16,10 +17,14 @@ Semantics every implementation keeps, because SimDisk's crash states are defined
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Protocol
 
 _COPY_BUFFER = 8 * 1024 * 1024
+ZERO_BLOCK = 64 * 1024
+"""A sparse copy leaves the whole zero blocks of this size, aligned in the destination, unwritten."""
+_ZEROS = bytes(ZERO_BLOCK)
 
 
 class DiskLock(Protocol):
@@ -44,6 +49,21 @@ class DiskFile(ABC):
 
         Scans use this with one reused buffer, so memory stays flat however large the file."""
 
+    def read_ahead(self, position: int, buffer: memoryview) -> Future[int]:
+        """`read_into(position, buffer)` begun now and taken later: the future's `result()` is the
+        count read, or raises what the read raised. The caller leaves `buffer` alone until then.
+
+        A scan checks one window while the next is read: `OsFile` reads on a thread of its own.
+        This default reads at once, in the caller's order, so the simulator's SimDisk sees (and
+        faults) each read where the program makes it, and its error still comes when the scan
+        takes the window."""
+        done: Future[int] = Future()
+        try:
+            done.set_result(self.read_into(position, buffer))
+        except Exception as e:  # (the read's own error, raised by `result()`)
+            done.set_exception(e)
+        return done
+
     @abstractmethod
     def write_at(self, position: int, data) -> None: ...
 
@@ -62,14 +82,18 @@ class DiskFile(ABC):
     @abstractmethod
     def close(self) -> None: ...
 
-    def copy_to(self, position: int, length: int, dest: DiskFile, dest_position: int) -> int:
+    def copy_to(
+        self, position: int, length: int, dest: DiskFile, dest_position: int, *, sparse=False
+    ) -> int:
         """Copies `[position, position + length)` of this file to `dest` at `dest_position`;
         returns the count copied (fewer only where this file ends). A write to `dest` like any
-        other: seen at once, durable after `dest.fsync()`.
+        other: seen at once, durable after `dest.fsync()`. With `sparse`, the whole zero blocks
+        (`ZERO_BLOCK`, aligned in `dest`) are left unwritten: the caller makes sure they read as
+        zeros (a new file, or a range past its end, set by a final `truncate`).
 
-        For a file's kept bytes (a segment split or cut, healed pieces): `OsFile` copies in the
-        kernel, so the bytes never pass through this process. This default goes through one
-        bounded buffer."""
+        For a file's kept bytes (a segment split or cut, healed pieces) and a quarantine's saved
+        tails: `OsFile` shares blocks where it can, writes large copies around the page cache
+        and copies the rest in the kernel. This default goes through one bounded buffer."""
         buf = bytearray(min(_COPY_BUFFER, max(length, 1)))
         view = memoryview(buf)
         done = 0
@@ -77,7 +101,9 @@ class DiskFile(ABC):
             n = self.read_into(position + done, view[: min(len(buf), length - done)])
             if n <= 0:
                 break
-            dest.write_at(dest_position + done, view[:n])
+            runs = nonzero_runs(dest_position + done, view[:n]) if sparse else [(0, n)]
+            for start, end in runs:
+                dest.write_at(dest_position + done + start, view[start:end])
             done += n
         return done
 
@@ -256,7 +282,41 @@ def parent_of(path: str) -> str:
 
 def join(*parts: str) -> str:
     """Joins path parts with '/', as every Disk expects."""
+    if len(parts) == 2:  # (most calls: a dir and a name in it)
+        head, name = parts
+        return name if name.startswith("/") else head.rstrip("/") + "/" + name
     out = parts[0]
     for p in parts[1:]:
         out = p if p.startswith("/") else (out.rstrip("/") + "/" + p)
     return out
+
+
+def nonzero_runs(position: int, data: memoryview) -> list[tuple[int, int]]:
+    """The `[start, end)` ranges of `data` to write at `position` of a file: everything but the
+    whole zero blocks (`ZERO_BLOCK`, aligned in the file) it holds, which a sparse copy leaves
+    unwritten (a block cut by either end of `data` counts whole if what `data` holds of it is
+    zeros)."""
+    runs = []
+    at = 0
+    end = len(data)
+    while at < end:
+        block_end = min(end, at + ZERO_BLOCK - (position + at) % ZERO_BLOCK)
+        run_end = at
+        while run_end < end:
+            nxt = min(end, run_end + ZERO_BLOCK - (position + run_end) % ZERO_BLOCK)
+            if _is_zero(data[run_end:nxt]):
+                break
+            run_end = nxt
+        if run_end > at:
+            runs.append((at, run_end))
+            at = run_end
+        else:
+            at = block_end
+    return runs
+
+
+def _is_zero(block: memoryview) -> bool:
+    # One byte in 509 first (a batch of mostly zero values has a non-zero byte among them); then
+    # the whole block as bytes, which compare with memcmp (a memoryview compares element by
+    # element, 25x slower).
+    return not any(block[::509]) and block.tobytes() == _ZEROS[: len(block)]

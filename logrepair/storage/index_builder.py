@@ -196,18 +196,32 @@ class RecoveryIndex:
     def _add_points(self, points) -> None:
         done = 0
         if index_points is not None and self._fits_int64():
-            done, *state, offsets, times = index_points(
+            (
+                done,
+                self.offset_entries,
+                self.time_entries,
+                self.last_entry_offset,
+                self.last_time,
+                self.last_time_offset,
+                self.max_ts,
+                self.max_ts_offset,
+                self.last_indexed,
+                offsets,
+                times,
+            ) = index_points(
                 points,
                 self.base_offset,
                 self.interval,
                 self.max_offset_entries,
                 self.max_time_entries,
                 *_running_state(self),
-            )
-            for name, value in zip(_RUNNING_STATE, state, strict=True):
-                setattr(self, name, value)
-            self.offsets += offsets
-            self.times += times
+            )  # (the state in `_RUNNING_STATE`'s order)
+            if offsets:
+                self.offsets += offsets
+            if times:
+                self.times += times
+            if 24 * done == memoryview(points).nbytes:
+                return
         rest = (
             memoryview(points).cast("B")[24 * done :].cast("q")
         )  # (the triple that raises, in C's case)

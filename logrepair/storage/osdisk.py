@@ -1,4 +1,5 @@
-"""The Disk on the real operating system: the only module of storage that touches the filesystem.
+"""The Disk on the real operating system: with os_copy.py (how a copy between two files goes), the
+only module of storage that touches the filesystem.
 
 Reads use `os.pread`/`os.preadv` into the caller's buffer (no mmap: a file truncated under a
 mapping kills the process with SIGBUS, and a repair tool truncates files). Every OSError carries
@@ -13,7 +14,9 @@ import os
 import stat
 import struct
 import threading
+from concurrent.futures import Future, ThreadPoolExecutor
 
+from . import os_copy
 from .disk import Disk, DiskFile, FileIdentity, FileTooLarge, LockHeld, parent_of
 
 # `struct flock` on Linux (short l_type, short l_whence, off_t l_start, off_t l_len, pid_t l_pid).
@@ -25,6 +28,7 @@ _UNCLAMPED_READ = 1 << 20
 # `read_small` reads this much before it asks the size: most small files are whole in one read.
 _SMALL_READ = 1 << 16
 _READ_ONLY = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)
 
 
 class _PathErrors:
@@ -59,6 +63,7 @@ class OsFile(DiskFile):
         self.path = path
         self._fd = fd
         self._writable = writable
+        self._reader: ThreadPoolExecutor | None = None
 
     def size(self) -> int:
         with _PathErrors(self.path, descriptor=True):
@@ -92,6 +97,37 @@ class OsFile(DiskFile):
                 total += n
         return total
 
+    def read_ahead(self, position: int, buffer: memoryview) -> Future[int]:
+        """What the page cache holds now is read at once (`RWF_NOWAIT`: a warm file, or one the
+        kernel's own read ahead keeps up with, costs no thread and no hand-over); the rest on a
+        reader thread of this file's own, started when first needed: `os.preadv` releases the
+        interpreter's lock, so the disk works while the caller checks the window before this.
+        (Handing every read to the thread from the first miss on cost more CPU and, under load,
+        more wall time: each hand-over waits for the scheduler twice.)"""
+        _check_position(position, self.path)
+        view = memoryview(buffer).cast("B")
+        cached = self._read_cached(position, view)
+        if cached == len(view):
+            done: Future[int] = Future()
+            done.set_result(cached)
+            return done
+        if self._reader is None:
+            self._reader = ThreadPoolExecutor(1, thread_name_prefix="logrepair-read-ahead")
+        return self._reader.submit(self._read_rest, position, view, cached)
+
+    def _read_cached(self, position: int, view: memoryview) -> int:
+        """Bytes of `view` read from the page cache without waiting for the disk (0 where the
+        kernel cannot say: the reader thread reads them)."""
+        if _NOWAIT is None:
+            return 0
+        try:
+            return os.preadv(self._fd, [view], position, _NOWAIT)
+        except OSError:  # (EAGAIN: not cached; EOPNOTSUPP: not here; a real error: the thread's)
+            return 0
+
+    def _read_rest(self, position: int, view: memoryview, done: int) -> int:
+        return done + self.read_into(position + done, view[done:])
+
     def write_at(self, position: int, data) -> None:
         _check_position(position, self.path)
         self._require_writable()
@@ -119,43 +155,17 @@ class OsFile(DiskFile):
         with _PathErrors(self.path, descriptor=True):
             os.fsync(self._fd)
 
-    def copy_to(self, position: int, length: int, dest: DiskFile, dest_position: int) -> int:
-        """In the kernel: a reflink (`FICLONERANGE`) of the block-aligned middle where the file
-        system shares blocks between files and both ranges sit alike in their blocks, the rest
-        with `copy_file_range`, else `sendfile`, else through a buffer (`DiskFile.copy_to`)."""
+    def copy_to(
+        self, position: int, length: int, dest: DiskFile, dest_position: int, *, sparse=False
+    ) -> int:
+        """A reflink where the file system shares blocks, large copies written around the page
+        cache, the rest in the kernel (`os_copy.copy`); through a buffer to another kind of file."""
         _check_position(position, self.path)
         _check_position(dest_position, dest.path)
         if not isinstance(dest, OsFile):
-            return super().copy_to(position, length, dest, dest_position)
+            return super().copy_to(position, length, dest, dest_position, sparse=sparse)
         dest._require_writable()
-        done = 0
-        middle = _aligned_middle(position, length, dest_position, _block_size(dest._fd))
-        if middle is not None:
-            start, end = middle
-            done = self._kernel_copy(position, start - position, dest, dest_position)
-            if done == start - position and _clone(
-                self, start, end - start, dest, dest_position + done
-            ):
-                done = end - position
-        return done + self._kernel_copy(position + done, length - done, dest, dest_position + done)
-
-    def _kernel_copy(self, position: int, length: int, dest: OsFile, dest_position: int) -> int:
-        """`copy_file_range`, else `sendfile` where the kernel or the file systems refuse it
-        (EXDEV across some file systems, ENOSYS, EINVAL), else the buffered default."""
-        done = 0
-        for way in (_copy_file_range, _sendfile):
-            try:
-                while done < length:
-                    n = way(self._fd, position + done, min(length - done, _KERNEL_CHUNK),
-                            dest._fd, dest_position + done)  # fmt: skip
-                    if n == 0:
-                        return done  # the end of this file
-                    done += n
-                return done
-            except OSError as e:
-                if e.errno not in _NOT_THIS_WAY:
-                    raise type(e)(e.errno, e.strerror, self.path, None, dest.path) from None
-        return done + super().copy_to(position + done, length - done, dest, dest_position + done)
+        return os_copy.copy(self, position, length, dest, dest_position, sparse)
 
     def data_from(self, position: int) -> int:
         _check_position(position, self.path)
@@ -167,6 +177,10 @@ class OsFile(DiskFile):
             return position  # holes not reported by this filesystem
 
     def close(self) -> None:
+        reader, self._reader = self._reader, None
+        if reader is not None:
+            # (a read in flight ends before its descriptor is closed, or reused by another open)
+            reader.shutdown(wait=True, cancel_futures=True)
         if self._fd >= 0:
             fd, self._fd = self._fd, -1
             os.close(fd)
@@ -174,53 +188,6 @@ class OsFile(DiskFile):
     def _require_writable(self) -> None:
         if not self._writable:
             raise OSError(errno.EBADF, "file not opened for writing", self.path)
-
-
-# Errors that say a way of copying does not work between these two files (file system, kernel,
-# sandbox), not that the device failed: the next way is tried.
-_NOT_THIS_WAY = frozenset(
-    {errno.EXDEV, errno.ENOSYS, errno.EINVAL, errno.EOPNOTSUPP, errno.ENOTTY, errno.EPERM}
-)
-_KERNEL_CHUNK = 1 << 30
-# `_IOW(0x94, 13, struct file_clone_range)`: { s64 src_fd; u64 src_offset, src_length, dest_offset }
-_FICLONERANGE = 0x4020940D
-_CLONE_RANGE = struct.Struct("=qQQQ")
-
-
-def _copy_file_range(src: int, position: int, length: int, dest: int, dest_position: int) -> int:
-    return os.copy_file_range(src, dest, length, position, dest_position)
-
-
-def _sendfile(src: int, position: int, length: int, dest: int, dest_position: int) -> int:
-    os.lseek(dest, dest_position, os.SEEK_SET)  # sendfile writes at the file offset
-    return os.sendfile(dest, src, position, length)
-
-
-def _block_size(fd: int) -> int:
-    return os.fstat(fd).st_blksize or 4096
-
-
-def _aligned_middle(position: int, length: int, dest_position: int, block: int):
-    """The source range `[start, end)` of whole blocks that would land on whole blocks of the
-    destination too (a reflink shares blocks, so both ranges must sit alike in theirs); None when
-    there is not one whole block of it."""
-    if position % block != dest_position % block:
-        return None
-    start = -(-position // block) * block
-    end = (position + length) // block * block
-    return (start, end) if end > start else None
-
-
-def _clone(src: OsFile, position: int, length: int, dest: OsFile, dest_position: int) -> bool:
-    """Shares the blocks (a reflink); False where the file system cannot (ext4: EOPNOTSUPP)."""
-    arg = _CLONE_RANGE.pack(src._fd, position, length, dest_position)
-    try:
-        fcntl.ioctl(dest._fd, _FICLONERANGE, arg)
-    except OSError as e:
-        if e.errno in _NOT_THIS_WAY or e.errno == errno.ETXTBSY:
-            return False
-        raise type(e)(e.errno, e.strerror, src.path, None, dest.path) from None
-    return True
 
 
 def _check_position(position: int, path: str) -> None:
@@ -266,12 +233,12 @@ _TYPES = (
 
 
 def _entry_type(entry: os.DirEntry) -> str:
-    if entry.is_symlink():
-        return "symlink"
+    if entry.is_file(follow_symlinks=False):  # (most entries: one call, as readdir said it)
+        return "file"
     if entry.is_dir(follow_symlinks=False):
         return "dir"
-    if entry.is_file(follow_symlinks=False):
-        return "file"
+    if entry.is_symlink():
+        return "symlink"
     try:
         mode = entry.stat(follow_symlinks=False).st_mode
     except FileNotFoundError:

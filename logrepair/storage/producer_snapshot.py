@@ -74,12 +74,28 @@ def read_snapshot(disk: Disk, path: str) -> list[ProducerSnapshotEntry]:
     small file is read whole, in one call)."""
     try:
         try:
-            return decode_snapshot(disk.read_small(path, _READ_WHOLE))
+            data = disk.read_small(path, _READ_WHOLE)
         except FileTooLarge:
             with disk.open(path) as f:
                 return _decode(f.read_at, f.size())
+        if len(data) > _REMEMBERED_SIZE:
+            return decode_snapshot(data)
+        # (the snapshots of thousands of partitions are few distinct texts: an empty one, or a
+        # producer or two; their entries are immutable)
+        data = bytes(data)
+        known = _remembered.get(data)
+        if known is None:
+            if len(_remembered) >= _REMEMBERED_FILES:
+                _remembered.clear()
+            known = _remembered[data] = tuple(decode_snapshot(data))
+        return list(known)
     except CorruptSnapshotError as e:
         raise CorruptSnapshotError(f"{e} ({path})") from None
+
+
+_REMEMBERED_SIZE = 256
+_REMEMBERED_FILES = 1024
+_remembered: dict[bytes, tuple[ProducerSnapshotEntry, ...]] = {}
 
 
 def _decode(

@@ -1,10 +1,11 @@
 """A windowed scan of one `.log` file through a Disk: memory flat in the file's size.
 
-One buffer (8 MiB by default) is filled with `DiskFile.read_into` and handed to the format layer's
-`Walker`, which stops before the first batch that does not fit; the window then slides to
-`walker.position`. The buffer grows only for a single batch larger than it, never beyond what is
+A window of the file (8 MiB by default, or two buffers of half that each for a larger file, the
+next window read ahead while one is walked: `windows.Windows`) is handed to the format layer's
+`Walker`, which stops before the first batch that does not fit; the next window starts at
+`walker.position`. A buffer grows only for a single batch larger than it, never beyond what is
 left of the file (a length field pointing past the end is the walker's `torn_tail`/`bad_length`,
-not an allocation) nor beyond `max_batch_size`, and later windows read only a window's worth of it.
+not an allocation) nor beyond `max_batch_size`.
 
 With resync, a damaged region that runs past a window is carried into the next one
 (`Walker(carry_damage=True)`), so it is one defect whatever the window size: a scan yields what one
@@ -23,6 +24,7 @@ from ..format.batch import RecordBatch
 from ..format.errors import Defect
 from ..format.walker import QuietRuns, Walker
 from .disk import Disk
+from .windows import Windows
 
 DEFAULT_WINDOW_SIZE = 8 << 20
 
@@ -93,46 +95,47 @@ class LogScan:
     def _scan(self, emit_batches: bool) -> Iterator:
         with self.disk.open(self.path) as f:
             file_size = f.size() if self.end is None else min(f.size(), self.end)
-            self.file_size = file_size
-            buf = bytearray(min(self.window_size, max(0, file_size - self.position)))
-            want = len(buf)
-            open_damage: Defect | None = None
-            while self.position < file_size:
-                want = min(want, file_size - self.position)
-                got = f.read_into(self.position, memoryview(buf)[:want])
-                if got < want:  # the file shrank under the scan: what is gone is its end
-                    file_size = self.file_size = self.position + got
-                walker = Walker(
-                    memoryview(buf)[:got],
-                    file_position=self.position,
-                    file_size=file_size,
-                    expected_offset=self.expected_offset,
-                    open_damage=open_damage,
-                    **self._walker_options,
-                )
-                start = self.position
-                yield from walker if emit_batches else walker.validate()
-                self.batches += walker.batches
-                self.expected_offset = walker.expected_offset
-                self.position = walker.position
-                open_damage = walker.open_damage
-                if walker.done:
-                    break
-                want = self._next_window(walker, start, got, file_size)
-                if want > len(buf):
-                    del walker, buf  # the old buffer goes before the new one comes
-                    buf = bytearray(want)
+            windows = Windows(f, self.position, file_size, self.window_size)
+            try:
+                yield from self._walk(windows, emit_batches)
+            finally:
+                windows.close()
 
-    def _next_window(self, walker: Walker, start: int, got: int, file_size: int) -> int:
-        """How many bytes the next window reads: a window, or more for one big batch.
+    def _walk(self, windows: Windows, emit_batches: bool) -> Iterator:
+        """Walks each window; the next is read while this one is walked (`Windows`)."""
+        self.file_size = windows.file_size
+        if self.position >= self.file_size:
+            return
+        view = windows.first()
+        open_damage: Defect | None = None
+        while True:
+            self.file_size = windows.file_size
+            walker = Walker(
+                view,
+                file_position=self.position,
+                file_size=windows.file_size,
+                expected_offset=self.expected_offset,
+                open_damage=open_damage,
+                **self._walker_options,
+            )
+            yield from walker if emit_batches else walker.validate()
+            self.batches += walker.batches
+            self.expected_offset = walker.expected_offset
+            self.position = walker.position
+            open_damage = walker.open_damage
+            if walker.done:
+                break
+            least = self._least(walker, windows)
+            del walker, view  # (a buffer that grows for a big batch is freed first)
+            view = windows.next(self.position, least)
 
-        A buffer grown for a big batch is kept (the scan's peak memory is that batch either way),
-        so junk lengths in a damaged region do not make it allocate again and again."""
-        remaining = file_size - self.position
+    def _least(self, walker: Walker, windows: Windows) -> int:
+        """The bytes from where the walk stopped that the next window must hold: what the walker
+        asked for, or twice the window when it made no progress though it had what it asked."""
+        got = windows.length
         needed = max(walker.needed, 1)
-        if self.position == start and needed <= got:
-            # No progress, though the walker had what it asked for: give it twice the bytes.
-            if got >= remaining:
+        if self.position == windows.start and needed <= got:
+            if got >= windows.file_size - self.position:
                 raise RuntimeError(f"scan of {self.path} made no progress at {self.position}")
             needed = 2 * got
-        return min(max(needed, self.window_size), remaining)
+        return needed

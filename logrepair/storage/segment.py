@@ -402,6 +402,7 @@ class Segment:
             last = item.last_offset
             # Kafka's ensureOffsetInRange: an overflow splits the segment, it is no defect.
             if not 0 <= last - base <= INT_MAX:
+                rebuilt.flush()  # a full index at an earlier batch throws first, as in Kafka's loop
                 raise SegmentOffsetOverflowError(
                     f"Detected offset overflow at offset {last} in segment {base}"
                 )

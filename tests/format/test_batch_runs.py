@@ -78,6 +78,7 @@ def arguments(
         0,
         pick(NONE, st.sampled_from([base, base + 100])),
         interval,
+        pick(-1, st.sampled_from([0, 1, 3])),
     )
 
 
@@ -152,6 +153,25 @@ def test_valid_batches_under_permissive_limits_are_all_quiet(accelerated, sizes,
     assert list(triples[2::3]) == [1000 + i for i in range(n)]
 
 
+@pytest.mark.parametrize("accelerated", [False, True])
+def test_max_batches_bounds_the_run_and_its_points(accelerated) -> None:
+    """A run given a whole buffer of valid batches stops after `max_batches` of them, where the
+    next call goes on: its points (24 bytes a batch) are bounded by the count, not the span."""
+    if accelerated and _records is None:
+        pytest.skip("the C accelerator is not built")
+    run = _records.quiet_run if accelerated else quiet_run_python
+    raw = _large_batches([10] * 7)
+    args = [raw, 0, len(raw), 0, 2**31, 0, INT64_MAX - 1, INT64_MAX, -1]
+    args += [b"", 0, 0, 0, NONE, b"", 0, 0, 0, True, 0, 0, NONE, 4096]
+    pos, runs = 0, []
+    while pos < len(raw):
+        n, pos, first, last, *_, points = run(raw, pos, *args[2:], 3)
+        assert len(points) == 24 * n
+        runs.append((n, first, last))
+    assert runs == [(3, 7, 9), (3, 10, 12), (1, 13, 13)]
+    assert run(*args, 0)[:2] == (0, 0)
+
+
 def test_a_damaged_crc_ends_the_run_before_the_batch() -> None:
     raw = bytearray(_large_batches([10, 3000, 10]))
     second = 12 + _LENGTH.unpack_from(raw, 8)[0]
@@ -170,6 +190,8 @@ def test_the_c_call_checks_its_arguments() -> None:
     assert _records.quiet_run(*good)[0] == 0
     with pytest.raises(TypeError):
         _records.quiet_run(*good[:-1])
+    with pytest.raises(TypeError):
+        _records.quiet_run(*good, -1, 0)
     with pytest.raises(OverflowError):
         _records.quiet_run(*good[:5], 2**64, *good[6:])
     with pytest.raises(TypeError):

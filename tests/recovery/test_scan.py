@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logrepair.recovery.defects import KINDS, kinds_markdown
-from logrepair.recovery.index_checks import _zero_tail
+from logrepair.recovery.index_checks import zero_tail
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout
@@ -334,4 +334,4 @@ def test_zero_tail_counts_the_trailing_all_zero_slots(entry, head, zeros, ragged
     expected = 0
     while expected < n and slots[n - expected - 1] == bytes(entry):
         expected += 1
-    assert _zero_tail(raw, entry) == expected
+    assert zero_tail(raw, n, entry) == expected

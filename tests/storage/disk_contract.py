@@ -63,6 +63,19 @@ class DiskContract:
         assert disk.read_file(dst) == b"head" + data[100:5100] + data[-10:]
         assert disk.read_file(src) == data
 
+    def test_sparse_copy_to_leaves_zero_blocks_unwritten(self, disk: Disk, root: str) -> None:
+        """The zero blocks (64 KiB, aligned in the destination) are not written: a new file reads
+        them as zeros once its length is set, byte for byte what was copied."""
+        data = b"a" * 70_000 + bytes(3 * 65_536) + b"b" * 10 + bytes(65_536)
+        src, dst = join(root, "src"), join(root, "dst")
+        with disk.open(src, create=True) as f:
+            f.write_at(0, data)
+        with disk.open(src) as fin, disk.open(dst, create=True) as fout:
+            assert fin.copy_to(3, len(data) - 3, fout, 5, sparse=True) == len(data) - 3
+            assert fout.size() < 5 + len(data) - 3  # the last zero block was never written
+            fout.truncate(5 + len(data) - 3)
+        assert disk.read_file(dst) == bytes(5) + data[3:]
+
     def test_read_into_fills_the_callers_buffer(self, disk: Disk, root: str) -> None:
         path = join(root, "f")
         with disk.open(path, create=True) as f:
@@ -74,6 +87,18 @@ class DiskContract:
             assert f.read_into(0, memoryview(buf)[2:5]) == 3
             assert buf == b"450129xx"
             assert f.read_into(10, buf) == 0
+
+    def test_read_ahead_reads_as_read_into_when_taken(self, disk: Disk, root: str) -> None:
+        path = join(root, "f")
+        with disk.open(path, create=True) as f:
+            f.write_at(0, b"0123456789")
+        buf = bytearray(b"x" * 8)
+        with disk.open(path) as f:
+            first = f.read_ahead(4, memoryview(buf)[:4])
+            second = f.read_ahead(8, memoryview(buf)[4:])
+            assert (first.result(), second.result()) == (4, 2)
+            assert buf == b"456789xx"
+            assert f.read_ahead(10, memoryview(buf)).result() == 0
 
     def test_write_at_overwrites_and_extends(self, disk: Disk, root: str) -> None:
         path = join(root, "f")

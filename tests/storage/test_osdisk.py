@@ -58,9 +58,9 @@ def _copied(disk: OsDisk, src: str, dst: str, position: int, length: int, at: in
 
 
 def test_copy_to_stays_in_the_kernel(disk: OsDisk, root: str, monkeypatch) -> None:
-    """A segment's kept bytes never pass through the process: reading them would fail here. The
-    block-aligned range tries a reflink first (ext4 and tmpfs refuse it; XFS and btrfs share the
-    blocks) and the unaligned one has none to share."""
+    """Below 1 MiB a segment's kept bytes never pass through the process: reading them would fail
+    here. The block-aligned range tries a reflink first (ext4 and tmpfs refuse it; XFS and btrfs
+    share the blocks) and the unaligned one has none to share."""
     data = os.urandom(3 * 4096 + 100)
     src, dst = join(root, "src"), join(root, "dst")
     with open(src, "wb") as f:
@@ -75,6 +75,158 @@ def test_copy_to_stays_in_the_kernel(disk: OsDisk, root: str, monkeypatch) -> No
     assert _copied(disk, src, dst, 13, len(data), 0) == len(data) - 13
     with open(dst, "rb") as f:
         assert f.read() == data[13:]
+
+
+def _has_o_direct(root: str) -> bool:
+    try:
+        os.close(os.open(join(root, "probe"), os.O_RDWR | os.O_CREAT | os.O_DIRECT))
+    except OSError:
+        return False
+    os.unlink(join(root, "probe"))
+    return True
+
+
+def _spy_copies(monkeypatch) -> dict[str, int]:
+    """Counts the bytes each way writes: the kernel copy, and `pwrite` with O_DIRECT set or not."""
+    seen = {"kernel": 0, "direct": 0, "buffered": 0}
+    real_copy, real_pwrite = os.copy_file_range, os.pwrite
+
+    def copy_file_range(src, dst, count, *args):
+        n = real_copy(src, dst, count, *args)
+        seen["kernel"] += n
+        return n
+
+    def pwrite(fd, data, position):
+        n = real_pwrite(fd, data, position)
+        seen["direct" if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT else "buffered"] += n
+        return n
+
+    monkeypatch.setattr(os, "copy_file_range", copy_file_range)
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    return seen
+
+
+def test_large_copy_writes_its_whole_blocks_around_the_page_cache(
+    disk: OsDisk, root: str, monkeypatch
+) -> None:
+    """From 1 MiB up, the whole blocks of the destination are written with O_DIRECT (the page
+    cache would cost three times the CPU: README, "Performance"), the edge blocks in the
+    kernel, and the bytes around the range, the file's flags and its length stay as they were."""
+    if not _has_o_direct(root):
+        pytest.skip("this file system refuses O_DIRECT")
+    monkeypatch.setattr("logrepair.storage.os_copy._DIRECT_CHUNK", 1 << 20)
+    data = os.urandom(3 * 1024 * 1024 + 123)
+    src, dst = join(root, "src"), join(root, "dst")
+    with open(src, "wb") as f:
+        f.write(data)
+    before = os.urandom(len(data) + 9000)
+    with open(dst, "wb") as f:
+        f.write(before)
+    seen = _spy_copies(monkeypatch)
+    with disk.open(src) as fin, disk.open(dst, write=True) as fout:
+        flags = fcntl.fcntl(fout._fd, fcntl.F_GETFL)
+        assert fin.copy_to(5, len(data) - 10, fout, 7) == len(data) - 10
+        assert fcntl.fcntl(fout._fd, fcntl.F_GETFL) == flags
+        # a source that ends mid-block: the count copied, its last partial block in the kernel
+        assert fin.copy_to(4096, len(data), fout, 8192) == len(data) - 4096
+    with open(dst, "rb") as f:
+        assert f.read() == (
+            before[:7] + data[5 : 5 + 8185] + data[4096:] + before[8192 + len(data) - 4096 :]
+        )
+    # the kernel copied the edges only: the head of the first copy up to a block, the tails
+    assert seen["kernel"] + seen["direct"] == 2 * len(data) - 10 - 4096
+    assert seen["kernel"] == 4089 + (len(data) - 10 - 4089) % 4096 + (len(data) - 4096) % 4096
+    assert seen["buffered"] == 0
+
+
+def test_large_sparse_copy_leaves_its_zero_blocks_as_holes(disk: OsDisk, root: str) -> None:
+    """A quarantine's saved tail: written around the cache, its zero blocks unwritten."""
+    data = os.urandom(1 << 20) + bytes(2 << 20) + os.urandom(5000) + bytes(1 << 20)
+    src, dst = join(root, "src"), join(root, "dst")
+    with open(src, "wb") as f:
+        f.write(data)
+    with disk.open(src) as fin, disk.open(dst, create=True) as fout:
+        assert fin.copy_to(1, len(data) - 1, fout, 0, sparse=True) == len(data) - 1
+        fout.truncate(len(data) - 1)
+    with open(dst, "rb") as f:
+        assert f.read() == data[1:]
+    assert os.stat(dst).st_blocks * 512 < (1 << 20) + 5000 + 3 * 65_536
+
+
+@pytest.mark.parametrize("cached", ["none", "half"])
+def test_large_copy_reads_what_the_cache_lacks_around_it(
+    disk: OsDisk, root: str, monkeypatch, cached: str
+) -> None:
+    """A source the page cache does not hold (an undo's, written around it) is read with O_DIRECT
+    too, at any position; what the cache holds is taken from it."""
+    if not _has_o_direct(root):
+        pytest.skip("this file system refuses O_DIRECT")
+    data = os.urandom(3 * 1024 * 1024 + 77)
+    src, dst = join(root, "src"), join(root, "dst")
+    with open(src, "wb") as f:
+        f.write(data)
+        os.fsync(f.fileno())
+        # (the first half, page-aligned, left in the cache or not)
+        half = len(data) // 2 // 4096 * 4096 if cached == "half" else 0
+        os.posix_fadvise(f.fileno(), half, 0, os.POSIX_FADV_DONTNEED)
+    real_preadv = os.preadv
+    reads = {"cache": 0, "direct": 0}
+
+    def preadv(fd, buffers, position, flags=0):
+        n = real_preadv(fd, buffers, position, flags)
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_DIRECT:
+            reads["direct"] += n
+        elif flags & os.RWF_NOWAIT:
+            reads["cache"] += n
+        return n
+
+    monkeypatch.setattr(os, "preadv", preadv)
+    with disk.open(src) as fin, disk.open(dst, create=True) as fout:
+        flags = fcntl.fcntl(fin._fd, fcntl.F_GETFL)
+        assert fin.copy_to(3, len(data), fout, 0) == len(data) - 3
+        assert fcntl.fcntl(fin._fd, fcntl.F_GETFL) == flags
+    with open(dst, "rb") as f:
+        assert f.read() == data[3:]
+    # (the cache drops whole folios, which may be larger than a page: "half" is roughly half)
+    assert reads["cache"] + reads["direct"] >= len(data) - 3
+    assert reads["direct"] >= 1 << 20
+    assert (reads["cache"] > 0) == (cached == "half")
+
+
+@pytest.mark.parametrize("refused", ["fcntl", "pwrite"])
+def test_large_copy_where_o_direct_is_refused_stays_in_the_kernel(
+    disk: OsDisk, root: str, monkeypatch, refused: str
+) -> None:
+    """A file system that refuses O_DIRECT (EINVAL), on the descriptor or at a write (after one
+    chunk went through), gets the rest in the kernel, and the descriptor its flags back."""
+    monkeypatch.setattr("logrepair.storage.os_copy._DIRECT_CHUNK", 1 << 20)
+    data = os.urandom(3 * 1024 * 1024 + 5)
+    src, dst = join(root, "src"), join(root, "dst")
+    with open(src, "wb") as f:
+        f.write(data)
+    real_fcntl, real_pwrite = fcntl.fcntl, os.pwrite
+    writes = []
+
+    def fcntl_(fd, cmd, arg=0):
+        if refused == "fcntl" and cmd == fcntl.F_SETFL and arg & os.O_DIRECT:
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+        return real_fcntl(fd, cmd, arg)
+
+    def pwrite(fd, data, position):
+        writes.append(len(data))
+        if refused == "pwrite" and len(writes) > 1:
+            raise OSError(errno.EINVAL, os.strerror(errno.EINVAL))
+        return real_pwrite(fd, data, position)
+
+    monkeypatch.setattr(fcntl, "fcntl", fcntl_)
+    monkeypatch.setattr(os, "pwrite", pwrite)
+    with disk.open(src) as fin, disk.open(dst, create=True) as fout:
+        flags = real_fcntl(fout._fd, fcntl.F_GETFL)
+        assert fin.copy_to(0, len(data), fout, 0) == len(data)
+        assert real_fcntl(fout._fd, fcntl.F_GETFL) == flags
+    with open(dst, "rb") as f:
+        assert f.read() == data
+    assert writes == ([] if refused == "fcntl" else [1 << 20, 1 << 20])
 
 
 def test_copy_to_another_file_system_falls_back_to_sendfile(disk: OsDisk, root: str) -> None:

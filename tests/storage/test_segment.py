@@ -6,7 +6,7 @@ import struct
 from unittest import mock
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from logrepair.format.batch import RecordBatch
@@ -318,6 +318,9 @@ INDEX_NAMES = (layout.index_file_name, layout.time_index_file_name)
     index_bytes=st.sampled_from([24, 10 * 1024 * 1024]),
     flip=st.none() | st.integers(0, 10**6),
 )
+@example(  # a time index full at the third batch, an overflow at the fourth: Kafka throws IndexFull
+    steps=[(1, 0), (1, 0), (1, 0), (2**31, 0)], interval=0, index_bytes=24, flip=None
+)
 def test_rebuild_in_runs_is_the_rebuild_batch_by_batch(
     tmp_path_factory, steps, interval, index_bytes, flip
 ) -> None:
@@ -360,6 +363,19 @@ def test_rebuild_refuses_a_full_index_as_kafka_does(disk, tmp_path, clock) -> No
     config = LogConfig(index_interval_bytes=0, segment_index_bytes=24)
     seg = Segment.open_existing(disk, str(tmp_path), BASE, config, clock)
     with pytest.raises(IndexFullError):
+        seg.rebuild_indexes()
+    seg.close_handlers()
+
+
+def test_rebuild_throws_a_full_index_before_a_later_overflow(disk, tmp_path, clock) -> None:
+    """Kafka's loop appends each batch's index entry before it reads the next: a time index full
+    at the third batch throws there (TimeIndex.isFull keeps one slot), before the fourth batch's
+    offset overflow is seen. The buffered rule must not let the overflow go first."""
+    far = BASE + 3 + 2**31
+    _write_segment(tmp_path, [batch(BASE + 1), batch(BASE + 2), batch(BASE + 3), batch(far)])
+    config = LogConfig(index_interval_bytes=0, segment_index_bytes=24)
+    seg = Segment.open_existing(disk, str(tmp_path), BASE, config, clock)
+    with pytest.raises(IndexFullError, match="full time index"):
         seg.rebuild_indexes()
     seg.close_handlers()
 

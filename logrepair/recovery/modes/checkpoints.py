@@ -7,6 +7,43 @@ from ...storage.checkpoints import format_offsets
 from ...storage.layout import TopicPartition
 from ..plan import Action, Plan
 from ..scan import LogDirScan
+from ..state_checks import Checkpoints
+
+
+def bounded_entry(name: str, value: int, lso: int, leo: int) -> int:
+    """A partition's entry in root checkpoint `name` held to its repaired log's offsets."""
+    if name == layout.RECOVERY_POINT_CHECKPOINT:
+        return min(value, leo)
+    if name == layout.REPLICATION_CHECKPOINT:
+        return min(max(value, lso), leo)
+    if name == layout.LOG_START_OFFSET_CHECKPOINT:
+        # past the end: kafka mode's log now ends there; the others fixed it from the data
+        return value if value <= leo else min(lso, leo)
+    return value
+
+
+def entry_after(
+    ck: Checkpoints,
+    name: str,
+    tp: TopicPartition,
+    before: int | None,
+    bounds: tuple[int, int],
+    flushed: int | None,
+) -> int | None:
+    """A partition's entry in the recovery-point or replication checkpoint as `plan_checkpoints`
+    leaves it, seen from the partition alone (its entry `before`, its repaired `bounds`, its new
+    recovery point if the repair flushes it): None in a file written empty, `before` with no
+    file. (`plan_checkpoints` sees every partition: the two agree unless two dirs hold one
+    topic-partition, which `plan_losses` checks.)"""
+    if name in ck.malformed:
+        return None
+    current = ck.recovery_points if name == layout.RECOVERY_POINT_CHECKPOINT else ck.high_watermarks
+    if current is None:
+        return before
+    if name == layout.RECOVERY_POINT_CHECKPOINT and flushed is not None:
+        return flushed
+    value = current.get(tp)
+    return None if value is None else bounded_entry(name, value, *bounds)
 
 
 def plan_checkpoints(
@@ -44,16 +81,8 @@ def plan_checkpoints(
             continue
         new = dict(current)
         for tp, value in current.items():
-            if tp not in ends:
-                continue
-            lso, leo = ends[tp]
-            if name == layout.RECOVERY_POINT_CHECKPOINT:
-                new[tp] = min(value, leo)
-            elif name == layout.REPLICATION_CHECKPOINT:
-                new[tp] = min(max(value, lso), leo)
-            elif name == layout.LOG_START_OFFSET_CHECKPOINT:
-                # past the end: kafka mode's log now ends there; the others fixed it from the data
-                new[tp] = value if value <= leo else min(lso, leo)
+            if tp in ends:
+                new[tp] = bounded_entry(name, value, *ends[tp])
         reason = "offsets within the repaired logs"
         if name == layout.RECOVERY_POINT_CHECKPOINT and flushed:
             new.update(flushed)

@@ -21,7 +21,6 @@ recovery by tests/kafka).
 from __future__ import annotations
 
 from ...storage import layout
-from ...storage.producer_state import ProducerState
 from ..segment_scan import SegmentScan
 from ..txn_replay import TxnEntry, TxnReplay
 from .partition_plan import PartitionPlan, Seg
@@ -308,10 +307,7 @@ def _txn_replay(pp: PartitionPlan) -> TxnReplay | None:
         return None
     if pp.txn_replay is None:
         # (a snapshot the scan decoded is not read again)
-        snapshots = {
-            s.offset: s.file if s.entries is None else ProducerState(s.offset, s.entries)
-            for s in p.snapshots
-        }
+        snapshots = {s.offset: s.file if s.entries is None else s.entries for s in p.snapshots}
         pp.txn_replay = TxnReplay(
             p.disk, p.path, p.log_start_checkpoint or 0, snapshots, p.settings.max_batch_size
         )

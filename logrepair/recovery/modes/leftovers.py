@@ -12,9 +12,10 @@ from .partition_plan import PartitionPlan, Seg
 def start_partition(p: PartitionScan, plan: Plan) -> PartitionPlan:
     """Leftovers (spec rec §6.2), interrupted swaps (§6.3) and orphaned indexes, as Kafka does."""
     pp = PartitionPlan(p, plan, [Seg(s, s.name, s.base_offset) for s in p.segments])
-    deleted = [f for f in p.files if f.endswith(layout.DELETED_SUFFIX)]
-    cleaned = [f for f in p.files if f.endswith(layout.CLEANED_SUFFIX)]
-    swaps = [f for f in p.files if f.endswith(layout.SWAP_SUFFIX)]
+    left = [f for f in p.files if f.endswith(_LEFTOVER_SUFFIXES)]  # (most dirs: none)
+    deleted = [f for f in left if f.endswith(layout.DELETED_SUFFIX)]
+    cleaned = [f for f in left if f.endswith(layout.CLEANED_SUFFIX)]
+    swaps = [f for f in left if f.endswith(layout.SWAP_SUFFIX)]
     for f in deleted:
         pp.add(Action("delete", p.file(f), "stray .deleted file (Kafka deletes it at load)"))
     min_cleaned = min((layout.offset_from_file_name(f) for f in cleaned), default=None)
@@ -91,15 +92,12 @@ def start_partition(p: PartitionScan, plan: Plan) -> PartitionPlan:
         pp.segs.append(seg)
     pp.segs.sort(key=lambda s: s.base)
     logs = {s.base for s in pp.segs}
+    tmp = []
     for f in p.files:
         fn = layout.classify_partition_file(f)
-        if (
-            fn.leftover is None
-            and not fn.tmp
-            and fn.kind
-            in (layout.FileKind.INDEX, layout.FileKind.TIME_INDEX, layout.FileKind.TXN_INDEX)
-            and fn.offset not in logs
-        ):
+        if fn.tmp:
+            tmp.append(f)
+        elif fn.leftover is None and fn.kind in _INDEX_KINDS and fn.offset not in logs:
             pp.add(
                 Action(
                     "delete",
@@ -107,10 +105,15 @@ def start_partition(p: PartitionScan, plan: Plan) -> PartitionPlan:
                     f"orphaned index file: no {layout.log_file_name(fn.offset)}",
                 )
             )
-    for f in p.files:
-        if layout.classify_partition_file(f).tmp:
-            pp.add(Action("delete", p.file(f), "leftover of an interrupted write"))
+    for f in tmp:
+        pp.add(Action("delete", p.file(f), "leftover of an interrupted write"))
     return pp
+
+
+_INDEX_KINDS = (layout.FileKind.INDEX, layout.FileKind.TIME_INDEX, layout.FileKind.TXN_INDEX)
+
+
+_LEFTOVER_SUFFIXES = (layout.DELETED_SUFFIX, layout.CLEANED_SUFFIX, layout.SWAP_SUFFIX)
 
 
 def _is_index_swap(name: str) -> bool:
