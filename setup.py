@@ -2,7 +2,7 @@
 about the build is in pyproject.toml.
 
 `optional=True`: without a compiler or Python's headers the build only warns, and
-`logrepair.format.batch` uses its pure-Python reader. The source's SHA-256 is compiled in
+`logrepair.format.record_codec` uses its pure-Python reader. The source's SHA-256 is compiled in
 (`_records.SOURCE_SHA256`) so that a test can tell a stale in-place build from a current one.
 """
 

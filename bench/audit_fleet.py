@@ -26,7 +26,8 @@ import tempfile
 import time
 
 from logrepair.audit.local import audit_paths
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.storage import layout
 from logrepair.storage.checkpoints import write_offsets
 from logrepair.storage.layout import TopicPartition

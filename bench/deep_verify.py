@@ -41,8 +41,8 @@ import time
 
 from crc32c import crc32c
 
-from logrepair.format.batch import ACCELERATED
 from logrepair.format.batch_runs import ACCELERATED as QUIET_ACCELERATED
+from logrepair.format.record_codec import ACCELERATED
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings
 from logrepair.storage import layout

@@ -36,9 +36,11 @@ from collections.abc import Callable
 from contextlib import redirect_stdout
 
 from logrepair.cli import main as logrepair_main
-from logrepair.format.batch import ACCELERATED, Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.crc import crc32c
 from logrepair.format.errors import Defect
+from logrepair.format.record_codec import ACCELERATED
 from logrepair.format.walker import Walker
 
 MiB = 1024 * 1024

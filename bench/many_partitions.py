@@ -41,7 +41,8 @@ import tempfile
 import time
 from typing import NamedTuple
 
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.compression import Codec
 from logrepair.storage.layout import TopicPartition
 from logrepair.storage.log_config import LogConfig

@@ -42,7 +42,8 @@ import subprocess
 import sys
 import tempfile
 
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.storage import layout
 from logrepair.storage.index_builder import build_indexes
 

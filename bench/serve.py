@@ -30,7 +30,8 @@ import time
 import urllib.request
 
 from bench.format_walk import MiB, parse_size
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.protocol.codec import decode_response, encode_request
 from logrepair.protocol.schema import APIS
 from logrepair.storage.layout import TopicPartition

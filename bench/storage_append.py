@@ -6,11 +6,14 @@ Baselines and targets:
   checked, written through the Disk, indexes kept, segments rolled at `--segment-bytes`) against
   `os.write` of the same bytes to one file. Each append carries `--append-bytes` of batches, as a
   replica fetch does: ~16 KiB batches (a producer's default `batch.size`), then ~256 KiB ones.
-  Target: >= 0.7x. Two more lines say where the time goes, in the same interleaved runs: the
-  floor of any append that checks every batch's CRC as Kafka's does (`os.write` after a bare
-  length + CRC-32C loop over the batches: what a per-batch check in C would approach) and the
-  follower's validation alone (the `Walker` over each append, batch objects built). The leader path (`Log.append`, which also builds each batch of 64 records of
-  ~220 bytes) is reported in records/s, without a target: building is the format library's cost.
+  Target: >= 0.7x. The same appends from an idempotent producer (a producer id on every batch,
+  Kafka's default since 3.0: producer state reads each) are reported beside it. Two more lines
+  say where the time goes, in the same interleaved runs: the floor of any append that checks
+  every batch's CRC as Kafka's does (`os.write` after a bare length + CRC-32C loop over the
+  batches, in Python) and the follower's check alone (`log_append.follower_append`: the C append
+  run over each append, no batch objects built; the `Walker` where the accelerator is not
+  built). The leader path (`Log.append`, which also builds each batch of 64 records of ~220
+  bytes) is reported in records/s, without a target: building is the format library's cost.
 - index rebuild of one segment of `--size` bytes (`Segment.rebuild_indexes`: Kafka's recovery rule
   of `storage.index_builder` over `storage.scan` windows, real `.index`/`.timeindex` files
   written) against the shallow
@@ -36,12 +39,13 @@ import time
 from collections.abc import Callable
 
 from bench.format_walk import MiB, WalkDriver, parse_size, windowed, write_file
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.crc import crc32c
-from logrepair.format.errors import Defect
-from logrepair.format.walker import Walker
 from logrepair.storage.clock import ManualClock
+from logrepair.storage.layout import TopicPartition
 from logrepair.storage.log import Log, ProducerRecord
+from logrepair.storage.log_append import follower_append
 from logrepair.storage.log_config import LogConfig
 from logrepair.storage.osdisk import OsDisk
 from logrepair.storage.segment import Segment
@@ -54,9 +58,10 @@ class Payloads:
     """Appends of ~`append_bytes` made of batches of ~`batch_bytes` with continuing offsets.
 
     A few batches are built once and reused; only each batch's base offset (outside the CRC) is
-    rewritten, so making the next payload costs little and is not timed."""
+    rewritten, so making the next payload costs little and is not timed. With `producer_id`, every
+    batch is an idempotent producer's (Kafka's default since 3.0), so producer state reads each."""
 
-    def __init__(self, append_bytes: int, batch_bytes: int) -> None:
+    def __init__(self, append_bytes: int, batch_bytes: int, producer_id: int = -1) -> None:
         rng = random.Random(batch_bytes)
         per_batch = max(1, batch_bytes // 240)
         self.batches = []
@@ -70,7 +75,14 @@ class Payloads:
                 )
                 for i in range(per_batch)
             ]
-            self.batches.append((bytearray(build_batch(records, base_offset=0)), per_batch))
+            batch = build_batch(
+                records,
+                base_offset=0,
+                producer_id=producer_id,
+                producer_epoch=0 if producer_id >= 0 else -1,
+                base_sequence=0 if producer_id >= 0 else -1,
+            )
+            self.batches.append((bytearray(batch), per_batch))
         self.per_append = max(1, append_bytes // len(self.batches[0][0]))
         self.next_offset = 0
 
@@ -134,26 +146,32 @@ def _file_appends(
     return elapsed
 
 
-def walker_only(total: int, append_bytes: int, batch_bytes: int) -> float:
-    """The follower's validation alone: `Log.append_batches`'s walk over each append."""
+def check_only(total: int, append_bytes: int, batch_bytes: int) -> float:
+    """The follower's check alone: what `Log.append_batches` runs over each append first."""
     payloads = Payloads(append_bytes, batch_bytes)
+    tp = TopicPartition("bench", 0)
     elapsed = 0.0
     written = 0
     while written < total:
         data = payloads.next()
         start = time.process_time()
-        for item in Walker(data, file_size=len(data)):
-            if isinstance(item, Defect):
-                raise RuntimeError(f"payload defect: {item}")
+        appended = follower_append(data, tp)
         elapsed += time.process_time() - start
+        if len(appended.data) != len(data):
+            raise RuntimeError("payload defect")
         written += len(data)
     return elapsed
 
 
 def log_appends(
-    dir: str, total: int, append_bytes: int, segment_bytes: int, batch_bytes: int = 16 * 1024
+    dir: str,
+    total: int,
+    append_bytes: int,
+    segment_bytes: int,
+    batch_bytes: int = 16 * 1024,
+    producer_id: int = -1,
 ) -> float:
-    payloads = Payloads(append_bytes, batch_bytes)
+    payloads = Payloads(append_bytes, batch_bytes, producer_id)
     path = os.path.join(dir, "bench-0")
     lg = Log.open(OsDisk(), path, LogConfig(segment_bytes=segment_bytes), clock=ManualClock(0))
     elapsed = 0.0
@@ -298,25 +316,33 @@ def main(argv: list[str] | None = None) -> int:
                 f"batches of {batch_bytes // 1024} KiB =="
             )
             # Interleaved, so writeback of one run's dirty pages burdens both sides alike.
-            plains, floors, walks, logs = [], [], [], []
+            plains, floors, checks, logs, idempotent = [], [], [], [], []
             for _ in range(args.runs):
                 plains.append(plain_writes(tmp, size, args.append_bytes, batch_bytes))
                 floors.append(crc_then_write(tmp, size, args.append_bytes, batch_bytes))
-                walks.append(walker_only(size, args.append_bytes, batch_bytes))
+                checks.append(check_only(size, args.append_bytes, batch_bytes))
                 logs.append(
                     log_appends(tmp, size, args.append_bytes, args.segment_bytes, batch_bytes)
                 )
-            plain, floor, walk, appended = min(plains), min(floors), min(walks), min(logs)
+                idempotent.append(
+                    log_appends(tmp, size, args.append_bytes, args.segment_bytes, batch_bytes, 7)
+                )
+            plain, floor, check, appended = min(plains), min(floors), min(checks), min(logs)
             met = compare("plain os.write", plain, "Log.append_batches", appended, size, 0.7)
             ok = ok and met
+            idem = min(idempotent)
+            print(
+                f"{'  idempotent producer':<28} {size / idem / MiB:8.0f} MiB/s   "
+                f"ratio {plain / idem:.2f}x (every batch with a producer id)"
+            )
             print(
                 f"{'floor: CRC-32C + os.write':<28} {size / floor / MiB:8.0f} MiB/s   "
                 f"ratio {plain / floor:.2f}x of plain; Log.append_batches {floor / appended:.2f}x "
                 "of the floor"
             )
             print(
-                f"{'of which the Walker':<28} {walk:8.3f} s of {appended:.3f} s; "
-                f"plain + Walker {plain + walk:.3f} s"
+                f"{'of which the check':<28} {check:8.3f} s of {appended:.3f} s; "
+                f"plain + check {plain + check:.3f} s"
             )
         leader_size = min(size, 256 * MiB)
         n, t = leader_appends(tmp, leader_size)

@@ -18,17 +18,11 @@ from logrepair.cli import main
 from logrepair.decoders.consumer_offsets import OFFSET_COMMIT_KEY, OFFSET_COMMIT_VALUE
 from logrepair.decoders.transaction_state import TRANSACTION_LOG_KEY, TRANSACTION_LOG_VALUE
 from logrepair.dump.scala_order import hash_map_order, java_string_hash
-from logrepair.format.batch import (
-    HEADER,
-    ControlType,
-    EndTransactionMarker,
-    Record,
-    RecordBatch,
-    build_batch,
-    build_control_batch,
-    build_end_txn_marker,
-)
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_builder import build_batch, build_control_batch, build_end_txn_marker
+from logrepair.format.batch_layout import HEADER, Record
 from logrepair.format.compression import Codec, compress
+from logrepair.format.control import ControlType, EndTransactionMarker
 from logrepair.format.crc import crc32, crc32c
 from logrepair.format.legacy import build_legacy_batch
 from tests.contracts import DUMP_BATCH_KEYS

@@ -8,7 +8,8 @@ import os
 from pathlib import Path
 
 from logrepair.cli import main
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.storage.offset_index import encode_entry as index_entry
 from logrepair.storage.producer_snapshot import ProducerSnapshotEntry, encode_snapshot
 from logrepair.storage.time_index import encode_entry as time_entry

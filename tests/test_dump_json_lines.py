@@ -16,15 +16,9 @@ from hypothesis import strategies as st
 
 from logrepair.cli import main
 from logrepair.dump import json_lines, report
-from logrepair.format.batch import (
-    ATTRIBUTES_OFFSET,
-    CONTROL_MASK,
-    CRC_OFFSET,
-    Record,
-    RecordBatch,
-    build_batch,
-    record_to_json,
-)
+from logrepair.format.batch import RecordBatch, record_to_json
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import ATTRIBUTES_OFFSET, CONTROL_MASK, CRC_OFFSET, Record
 from logrepair.format.crc import crc32c
 from logrepair.format.errors import FormatError
 from logrepair.format.legacy import LegacyBatch, build_legacy_batch

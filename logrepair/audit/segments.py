@@ -20,7 +20,7 @@ from array import array
 
 from ..decoders.consumer_offsets import OffsetCommit, decode_offsets_record
 from ..decoders.schema import DecodeError
-from ..format.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
+from ..format.batch_layout import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from ..format.control import ControlType
 from ..format.errors import Defect, FormatError
 from ..format.summary_runs import DETAIL_FIELDS, DIGEST_FIELDS, NONE, summary_run

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os.path
 import struct
 
-from ..format.batch import HEADER, RECORD_BATCH_OVERHEAD
+from ..format.batch_layout import HEADER, RECORD_BATCH_OVERHEAD
 from ..format.errors import Defect, FormatError
 from ..storage.abstract_index import IndexFileError
 from ..storage.disk import Disk, DiskFile, join, parent_of

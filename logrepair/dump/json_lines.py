@@ -19,13 +19,13 @@ import json
 from binascii import b2a_base64
 from collections.abc import Callable
 
-from ..format.batch import (
+from ..format.batch import RecordBatch
+from ..format.batch_layout import (
     COMPRESSION_MASK,
     CONTROL_MASK,
     TIMESTAMP_TYPE_MASK,
     TRANSACTIONAL_MASK,
     Record,
-    RecordBatch,
     codec_name,
 )
 from .lines import Parser

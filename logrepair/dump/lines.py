@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 
 from ..decoders import DecodeError, format_kraft_control, is_kraft_control
-from ..format.batch import Record, codec_name
+from ..format.batch_layout import Record, codec_name
 from ..format.control import ControlType, EndTransactionMarker, parse_control_key
 from ..format.errors import Defect, FormatError
 from ..storage.java_text import utf8

@@ -14,7 +14,8 @@ import os.path
 import struct
 
 from ..decoders import format_offsets_record, format_transaction_record
-from ..format.batch import HEADER, RECORD_BATCH_OVERHEAD, RecordBatch
+from ..format.batch import RecordBatch
+from ..format.batch_layout import HEADER, RECORD_BATCH_OVERHEAD
 from ..format.errors import Defect, FormatError
 from ..format.legacy import LegacyBatch
 from ..storage.disk import Disk, DiskFile

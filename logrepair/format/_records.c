@@ -1192,6 +1192,113 @@ done:
     return result;
 }
 
+/* --- append runs (see logrepair/format/append_runs.py, the reference) ---------------------------
+ *
+ * A follower's append summed up in one pass: the batches the walker's fast path takes, their first
+ * and last offsets, the largest timestamp and where it is, the leader epochs to assign, and what
+ * producer state reads of each batch with a producer id, stopping before the first batch that
+ * needs the walker. */
+
+PyDoc_STRVAR(append_run_doc,
+             "append_run(buf, max_length)\n--\n\n"
+             "(n, end, first, last, max_ts, ts_offset, epochs, producers, txn) of the batches at the "
+             "start of buf that the walker's fast path takes; see logrepair.format.append_runs.");
+
+static PyObject *
+append_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_Format(PyExc_TypeError, "append_run takes 2 arguments (%zd given)", nargs);
+        return NULL;
+    }
+    int overflow = 0;
+    int64_t max_length = PyLong_AsLongLongAndOverflow(args[1], &overflow);
+    if (overflow) {
+        PyErr_SetString(PyExc_OverflowError, "append_run max_length out of int64 range");
+        return NULL;
+    }
+    if (max_length == -1 && PyErr_Occurred())
+        return NULL;
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
+        return NULL;
+    PyObject *result = NULL;
+    const uint8_t *d = view.buf;
+    int64_t limit = view.len, pos = 0, n = 0;
+    int64_t first = NONE_VALUE, last = NONE_VALUE, floor = NONE_VALUE;
+    int64_t max_ts = -1, ts_offset = NONE_VALUE, assigned = -1, n_epochs = 0;
+    int64_t n_producers = 0;
+    int txn = 0;
+    /* At most one epoch pair and one producer row per 61 bytes (the smallest batch). */
+    size_t cap = (size_t)(limit / 61 + 1);
+    int64_t *epochs = PyMem_RawMalloc(cap * 2 * sizeof(int64_t));
+    int64_t *producers = PyMem_RawMalloc(cap * 6 * sizeof(int64_t));
+    if (epochs == NULL || producers == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    Py_BEGIN_ALLOW_THREADS
+    while (pos + 61 <= limit) {
+        const uint8_t *b = d + pos;
+        int64_t base = read_i64(b);
+        int64_t length = read_i32(b + 8);
+        int64_t epoch = read_i32(b + 12);
+        int8_t magic = (int8_t)b[16];
+        uint32_t crc = (uint32_t)read_i32(b + 17);
+        int attributes = b[22]; /* the int16's low byte: all Kafka reads */
+        int64_t delta = read_i32(b + 23);
+        int64_t ts = read_i64(b + 35);
+        int64_t producer_id = read_i64(b + 43);
+        int64_t count = read_i32(b + 57);
+        int64_t end = pos + 12 + length;
+        if (magic != 2 || length < 49 || length > max_length || end > limit || delta < 0 ||
+            count < 0 || count > delta + 1 || base < floor || base >= INT64_MAX - delta ||
+            crc32c(b + 21, end - pos - 21) != crc)
+            break;
+        int64_t batch_last = base + delta;
+        if (n == 0)
+            first = base;
+        n++;
+        last = batch_last;
+        if (ts > max_ts) {
+            max_ts = ts;
+            ts_offset = batch_last;
+        }
+        if (producer_id >= 0) {
+            int64_t *row = producers + 6 * n_producers++;
+            row[0] = producer_id;
+            row[1] = (int16_t)((uint16_t)b[51] << 8 | b[52]); /* producer epoch */
+            row[2] = read_i32(b + 53);                         /* base sequence */
+            row[3] = base;
+            row[4] = batch_last;
+            row[5] = ts;
+            if (attributes & 0x30) /* transactional or control */
+                txn = 1;
+        }
+        if (epoch >= 0 && epoch != assigned) {
+            epochs[2 * n_epochs] = epoch;
+            epochs[2 * n_epochs + 1] = base;
+            n_epochs++;
+            assigned = epoch;
+        }
+        floor = batch_last + 1;
+        pos = end;
+    }
+    Py_END_ALLOW_THREADS
+    if (ts_offset == NONE_VALUE)
+        ts_offset = last;
+    result = Py_BuildValue("(LLLLLLy#y#N)", (long long)n, (long long)pos, (long long)first,
+                           (long long)last, (long long)max_ts, (long long)ts_offset,
+                           (const char *)epochs, (Py_ssize_t)(n_epochs * 2 * 8),
+                           (const char *)producers, (Py_ssize_t)(n_producers * 6 * 8),
+                           PyBool_FromLong(txn));
+done:
+    PyMem_RawFree(producers);
+    PyMem_RawFree(epochs);
+    PyBuffer_Release(&view);
+    return result;
+}
+
 /* --- module ----------------------------------------------------------------------------------- */
 
 PyDoc_STRVAR(bind_doc,
@@ -1228,6 +1335,7 @@ static PyMethodDef methods[] = {
      METH_FASTCALL | METH_KEYWORDS, decode_records_doc},
     {"quiet_run", (PyCFunction)(void (*)(void))quiet_run, METH_FASTCALL, quiet_run_doc},
     {"index_points", (PyCFunction)(void (*)(void))index_points, METH_FASTCALL, index_points_doc},
+    {"append_run", (PyCFunction)(void (*)(void))append_run, METH_FASTCALL, append_run_doc},
     {"summary_run", (PyCFunction)(void (*)(void))summary_run, METH_FASTCALL, summary_run_doc},
     {"crc32c", crc32c_py, METH_VARARGS, crc32c_doc},
     {NULL, NULL, 0, NULL},

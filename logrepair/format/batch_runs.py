@@ -48,8 +48,8 @@ from __future__ import annotations
 import struct
 from array import array
 
-from .batch import _ACCELERATOR
 from .crc import crc32c
+from .record_codec import _ACCELERATOR
 
 NONE = -(2**63)
 """Stands for None among the int arguments and results (no entry yet, no timestamp)."""

@@ -17,7 +17,7 @@ import struct
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
+from .batch_layout import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from .crc import crc32c
 from .errors import FormatError
 from .legacy import LegacyBatch

@@ -5,7 +5,7 @@ record; a compressed one is a wrapper whose value is a compressed run of inner e
 counts as one batch: its offset is the last inner offset, its first offset needs decompression.
 
 `LegacyBatch` reads the header from the caller's buffer without copying and implements the read
-interface of `format.batch.Batch`; the v2-only fields are None. Checks and messages follow Kafka's
+interface of `format.batch_layout.Batch`; the v2-only fields are None. Checks and messages follow Kafka's
 `LegacyRecord`, `AbstractLegacyRecordBatch.DeepRecordsIterator` and `FileLogInputStream`.
 """
 
@@ -15,7 +15,8 @@ import struct
 from collections.abc import Iterable
 
 from . import compression
-from .batch import Record, codec_name, record_to_json
+from .batch import record_to_json
+from .batch_layout import Record, codec_name
 from .crc import crc32
 from .errors import FormatError
 

@@ -36,9 +36,9 @@ from __future__ import annotations
 import struct
 from array import array
 
-from .batch import _ACCELERATOR
 from .batch_runs import NONE
 from .crc import crc32c
+from .record_codec import _ACCELERATOR
 
 __all__ = ["ACCELERATED", "DIGEST_FIELDS", "DETAIL_FIELDS", "NONE", "summary_run"]
 

@@ -41,7 +41,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Iterator
 
-from .batch import HEADER, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD, RecordBatch, check_records
+from .batch import RecordBatch
+from .batch_layout import HEADER, LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from .crc import crc32c
 from .damaged_regions import (
     HEADER_SIZE_UP_TO_MAGIC,
@@ -53,6 +54,7 @@ from .damaged_regions import (
 )
 from .errors import Defect, FormatError
 from .legacy import LegacyBatch
+from .record_codec import check_records
 
 __all__ = ["CRC_VALID_KINDS", "Walker"]
 

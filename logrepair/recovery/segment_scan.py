@@ -20,12 +20,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..format.batch import (
+from ..format.batch import RecordBatch
+from ..format.batch_layout import (
     CONTROL_MASK,
     LOG_OVERHEAD,
     RECORD_BATCH_OVERHEAD,
     TRANSACTIONAL_MASK,
-    RecordBatch,
 )
 from ..format.errors import Defect, FormatError
 from ..format.legacy import LegacyBatch

@@ -1,4 +1,4 @@
-"""The segment manager of one partition (Kafka's `UnifiedLog` + `LocalLog`), all I/O through a Disk.
+"""The segment manager of one partition (Kafka's `UnifiedLog`), all I/O through a Disk.
 
 Mutations (append, roll, flush, retention, truncation, close) hold one lock, as Kafka's
 `UnifiedLog.lock`. Readers take no lock: the segment list is an immutable tuple swapped atomically
@@ -8,36 +8,30 @@ reads, so a segment whose delete delay runs out while it is being read is closed
 Loading (`Log.open`, the steps in `log_loader`) trusts the files as a broker does after a clean
 shutdown: it does not recover. A directory that needs recovery (a torn active segment, `.swap`
 leftovers) is refused with `LogNotCleanError`, which says to run `logrepair repair`. What an append
-is checked against before it is written is `log_append`'s.
+is checked against before it is written is `log_append`'s; the segments themselves (list, log end,
+recovery point, roll, flush, truncation, deletes) are `local_log.LocalLog`'s, as in Kafka.
 """
 
 from __future__ import annotations
 
-import bisect
 import logging
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-from ..format.batch import (
-    ControlType,
-    EndTransactionMarker,
-    Record,
-    RecordBatch,
-    build_batch,
-    build_end_txn_marker,
-)
+from ..format.batch_builder import build_end_txn_marker
+from ..format.control import ControlType, EndTransactionMarker
 from . import layout, log_reads, log_retention
 from .clock import Clock, SystemClock
 from .disk import Disk, join, parent_of
 from .leader_epoch import EpochEntry, write_leader_epochs
 from .leader_epoch_cache import LeaderEpochCache
+from .local_log import LocalLog
 from .log_append import (
+    Appended,
     AppendInfo,
     ProducerRecord,
-    analyze,
-    assign_epochs,
-    follower_batches,
-    producer_appends,
+    follower_append,
+    leader_batch,
 )
 from .log_config import INT_MAX, LogConfig
 from .log_errors import (
@@ -49,19 +43,18 @@ from .log_errors import (
     RecordTooLargeError,
     UnexpectedAppendOffsetError,
 )
-from .log_loader import load_file_names, load_log, load_producer_state, snapshot_offsets
+from .log_loader import LoadedLog, load_file_names, load_log, partition_dir
 from .log_reads import (
     EARLIEST_TIMESTAMP,
     LATEST_TIMESTAMP,
     MAX_TIMESTAMP,
     FetchResult,
-    LogEnd,
-    segment_list,
 )
-from .producer_snapshot import write_snapshot
 from .producer_state import ProducerState
+from .producer_state_manager import ProducerStateManager
 from .scheduler import Scheduler
-from .segment import CorruptSegmentError, RollParams, Segment
+from .segment import RollParams, Segment
+from .segment_entries import CorruptSegmentError
 from .time_index import TimestampOffset
 from .txn_index import AbortedTxn
 
@@ -79,14 +72,7 @@ class Log:
         config: LogConfig,
         clock: Clock,
         scheduler: Scheduler,
-        segments: Sequence[Segment],
-        *,
-        log_start_offset: int,
-        recovery_point: int,
-        high_watermark: int,
-        log_end_offset: int,
-        epoch_entries: Iterable[EpochEntry],
-        producer_state: ProducerState,
+        loaded: LoadedLog,
     ) -> None:
         """Use `Log.open`; this wires up what it loaded."""
         self.disk = disk
@@ -96,19 +82,19 @@ class Log:
         self.clock = clock
         self.scheduler = scheduler
         self._lock = threading.RLock()
-        self._list = segment_list(segments)
-        active = self._list.segments[-1]
-        self._end = LogEnd(log_end_offset, active.base_offset, active.size)
-        self._log_start_offset = log_start_offset
-        self._recovery_point = recovery_point
-        self._high_watermark = high_watermark
-        self._last_flush_ms = clock.milliseconds()
-        self.leader_epoch_cache = LeaderEpochCache(self._write_epoch_checkpoint, epoch_entries)
-        self._producer_state = producer_state
-        self._last_snapshot_offset = -1
-        self._retired: list[Segment] = []
+        self._local = LocalLog(
+            disk, dir, topic_partition, config, clock, scheduler, self._lock, loaded.segments,
+            recovery_point=loaded.recovery_point, log_end_offset=loaded.log_end_offset,
+        )  # fmt: skip
+        self._log_start_offset = loaded.log_start_offset
+        self._high_watermark = loaded.high_watermark
+        self.leader_epoch_cache = LeaderEpochCache(
+            self._write_epoch_checkpoint, loaded.epoch_entries
+        )
+        self._producers = ProducerStateManager(
+            disk, dir, loaded.producer_state, loaded.snapshot_offset
+        )
         self._offline: str | None = None
-        self._closed = False
 
     # --- loading ---------------------------------------------------------------------------------
 
@@ -133,23 +119,23 @@ class Log:
         config = config or LogConfig()
         clock = clock or SystemClock()
         scheduler = scheduler or Scheduler(clock)
-        name = dir.rstrip("/").rpartition("/")[2]
-        try:
-            tp = layout.parse_partition_dir_name(name, dir).topic_partition
-        except layout.LayoutError as e:
-            raise LogError(str(e)) from None
-        if not disk.exists(dir):
-            disk.make_dirs(dir)
-            disk.fsync_dir(parent_of(dir))
-        elif not disk.is_dir(dir):
-            raise LogError(f"{dir} is not a directory")
+        tp = partition_dir(disk, dir)
         bases, snapshots = load_file_names(disk, dir)
         segments: list[Segment] = []
         try:
-            return cls._load(
-                disk, dir, tp, config, clock, scheduler, bases, snapshots, segments,
+            # Every segment loading opens goes into `segments`, to be closed on failure.
+            loaded = load_log(
+                disk, dir, config, clock, bases, snapshots, segments,
                 log_start_offset, recovery_point, high_watermark,
             )  # fmt: skip
+            self = cls(disk, dir, tp, config, clock, scheduler, loaded)
+            if loaded.doomed:
+                self._local.schedule_delete(loaded.doomed)
+                self.leader_epoch_cache.clear_and_flush()
+            self.leader_epoch_cache.truncate_from_end(loaded.log_end_offset)
+            self.leader_epoch_cache.truncate_from_start(log_start_offset)
+            self._producers.catch_up(self._local, loaded.log_end_offset)
+            return self
         except CorruptSegmentError as e:
             for s in segments:
                 s.close_handlers()
@@ -159,64 +145,16 @@ class Log:
                 s.close_handlers()
             raise
 
-    @classmethod
-    def _load(
-        cls,
-        disk: Disk,
-        dir: str,
-        tp: layout.TopicPartition,
-        config: LogConfig,
-        clock: Clock,
-        scheduler: Scheduler,
-        bases: list[int],
-        snapshots: list[int],
-        segments: list[Segment],
-        log_start_offset: int,
-        recovery_point: int | None,
-        high_watermark: int | None,
-    ) -> Log:
-        """The body of `open`; every segment it opens goes into `segments` (closed on failure)."""
-        loaded = load_log(
-            disk, dir, config, clock, bases, snapshots, segments,
-            log_start_offset, recovery_point, high_watermark,
-        )  # fmt: skip
-        self = cls(
-            disk,
-            dir,
-            tp,
-            config,
-            clock,
-            scheduler,
-            loaded.segments,
-            log_start_offset=loaded.log_start_offset,
-            recovery_point=loaded.recovery_point,
-            high_watermark=loaded.high_watermark,
-            log_end_offset=loaded.log_end_offset,
-            epoch_entries=loaded.epoch_entries,
-            producer_state=loaded.producer_state,
-        )
-        self._last_snapshot_offset = loaded.snapshot_offset
-        doomed, leo, producer_state = loaded.doomed, loaded.log_end_offset, loaded.producer_state
-        if doomed:
-            self._schedule_delete(doomed)
-            self.leader_epoch_cache.clear_and_flush()
-        self.leader_epoch_cache.truncate_from_end(leo)
-        self.leader_epoch_cache.truncate_from_start(log_start_offset)
-        if producer_state.map_end_offset < leo:
-            self._replay_producer_state(producer_state, producer_state.map_end_offset, leo)
-            self._take_snapshot(sync=True)
-        return self
-
     # --- state -----------------------------------------------------------------------------------
 
     @property
     def segments(self) -> tuple[Segment, ...]:
         """The segments, oldest first: an immutable snapshot that later changes do not touch."""
-        return self._list.segments
+        return self._local.segments
 
     @property
     def active_segment(self) -> Segment:
-        return self._list.segments[-1]
+        return self._local.active_segment
 
     @property
     def log_start_offset(self) -> int:
@@ -224,11 +162,11 @@ class Log:
 
     @property
     def log_end_offset(self) -> int:
-        return self._end.offset
+        return self._local.end.offset
 
     @property
     def recovery_point(self) -> int:
-        return self._recovery_point
+        return self._local.recovery_point
 
     @property
     def high_watermark(self) -> int:
@@ -236,11 +174,11 @@ class Log:
 
     @property
     def size(self) -> int:
-        return sum(s.size for s in self._list.segments)
+        return self._local.size
 
     @property
     def unflushed_messages(self) -> int:
-        return self._end.offset - self._recovery_point
+        return self._local.end.offset - self._local.recovery_point
 
     @property
     def offline(self) -> bool:
@@ -248,23 +186,17 @@ class Log:
 
     @property
     def producer_state(self) -> ProducerState:
-        return self._producer_state
+        return self._producers.state
 
     def __repr__(self) -> str:
         return (
             f"Log(partition={self.topic_partition}, dir={self.dir}, "
-            f"logStartOffset={self._log_start_offset}, logEndOffset={self._end.offset})"
+            f"logStartOffset={self._log_start_offset}, logEndOffset={self._local.end.offset})"
         )
 
-    def _set_segments(self, segments: Iterable[Segment]) -> None:
-        self._list = segment_list(segments)
-        self._update_end(self._end.offset)
-
-    def _update_end(self, offset: int) -> None:
-        active = self._list.segments[-1]
-        self._end = LogEnd(offset, active.base_offset, active.size)
-        if self._recovery_point > offset:
-            self._recovery_point = offset
+    @property
+    def _closed(self) -> bool:
+        return self._local.closed
 
     def _mutating(self, what: str) -> _Mutation:
         return _Mutation(self, what)
@@ -290,32 +222,20 @@ class Log:
         with self._mutating(
             f"Error while appending records to {self.topic_partition} in dir {self.dir}"
         ):
-            now = self.clock.milliseconds()
-            base = self._end.offset
-            log_append = self.config.message_timestamp_type == "LogAppendTime"
-            batch = build_batch(
-                (
-                    Record(
-                        base + i,
-                        now if r.timestamp is None else r.timestamp,
-                        r.key,
-                        r.value,
-                        tuple(r.headers),
-                    )
-                    for i, r in enumerate(records)
-                ),
-                base_offset=base,
+            batch = leader_batch(
+                records,
+                self._local.end.offset,
+                self.clock.milliseconds(),
+                self.config.message_timestamp_type,
                 codec=codec,
-                timestamp_type="append" if log_append else "create",
-                log_append_time=now if log_append else None,
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
                 base_sequence=base_sequence,
                 is_transactional=is_transactional,
                 partition_leader_epoch=leader_epoch,
             )
-            info = self._append([RecordBatch(memoryview(batch))], batch, leader=True)
-            self._high_watermark = self._end.offset
+            info = self._append(Appended.of(batch), leader=True)
+            self._high_watermark = self._local.end.offset
             return info
 
     def append_end_txn(
@@ -336,14 +256,14 @@ class Log:
             )
             batch = build_end_txn_marker(
                 marker,
-                base_offset=self._end.offset,
+                base_offset=self._local.end.offset,
                 producer_id=producer_id,
                 producer_epoch=producer_epoch,
                 timestamp=self.clock.milliseconds(),
                 partition_leader_epoch=leader_epoch,
             )
-            info = self._append([RecordBatch(memoryview(batch))], batch, leader=True)
-            self._high_watermark = self._end.offset
+            info = self._append(Appended.of(batch), leader=True)
+            self._high_watermark = self._local.end.offset
             return info
 
     def append_batches(self, data: bytes | bytearray | memoryview) -> AppendInfo:
@@ -354,15 +274,14 @@ class Log:
         # The batches are views into the data: immutable bytes keep them valid after the call.
         if not isinstance(data, bytes):
             data = bytes(data)
-        batches, valid = follower_batches(data, self.topic_partition)
+        appended = follower_append(data, self.topic_partition)
         with self._mutating(
             f"Error while appending records to {self.topic_partition} in dir {self.dir}"
         ):
-            first = batches[0]
-            leo = self._end.offset
-            first_known = first.magic >= 2
-            first_offset = first.base_offset if first_known else first.last_offset
+            leo = self._local.end.offset
+            first_known, first_offset = appended.first_offset()
             if first_offset < leo:
+                batches = appended.batch_list()
                 which = "First offset" if first_known else "Last offset of the first batch"
                 raise UnexpectedAppendOffsetError(
                     f"Unexpected offset in append to {self.topic_partition}. {which} {first_offset} "
@@ -370,12 +289,13 @@ class Log:
                     f"{[b.last_offset for b in batches[:10]]}, last offset in append: "
                     f"{batches[-1].last_offset}. Log start offset = {self._log_start_offset}"
                 )
-            return self._append(batches, valid, leader=False)
+            return self._append(appended, leader=False)
 
-    def _append(self, batches: list, data: bytes, *, leader: bool) -> AppendInfo:
+    def _append(self, appended: Appended, *, leader: bool) -> AppendInfo:
         """Kafka's `UnifiedLog.append` after the records are built: analyze, producer state,
         epochs, roll, write, then the log end and the transaction index."""
         config = self.config
+        data = appended.data
         if len(data) > config.segment_bytes:
             raise RecordTooLargeError(
                 f"Message batch size is {len(data)} bytes in append to partition "
@@ -383,25 +303,25 @@ class Log:
                 f"{config.segment_bytes}."
             )
         limit = config.max_message_bytes if leader else None
-        info = analyze(batches, limit, self.topic_partition)
+        info = appended.analysis(limit, self.topic_partition)
         first_offset, last_offset, max_ts, ts_offset, with_producer = info
         if with_producer:
-            state, aborted = producer_appends(self._producer_state, batches, self.topic_partition)
+            state, aborted = appended.producer_appends(self._producers.state, self.topic_partition)
         else:
-            state, aborted = self._producer_state, []
-        assign_epochs(self.leader_epoch_cache, batches)
-        segment = self._maybe_roll(len(data), max_ts, last_offset, first_offset)
-        segment.append(last_offset, max_ts, ts_offset, data)
+            state, aborted = self._producers.state, []
+        appended.assign_epochs(self.leader_epoch_cache)
+        self._maybe_roll(len(data), max_ts, last_offset, first_offset)
+        local = self._local
         # The log end moves before the txn index is written (KAFKA-7866).
-        self._update_end(last_offset + 1)
+        segment = local.append(last_offset, max_ts, ts_offset, data)
         state.map_end_offset = last_offset + 1
-        self._producer_state = state
+        self._producers.state = state
         for txn in aborted:
             segment.update_txn_index(txn)
-        if self._end.offset - self._recovery_point >= config.flush_messages:
-            self._flush(self._end.offset, inclusive=False)
+        if local.end.offset - local.recovery_point >= config.flush_messages:
+            local.flush(local.end.offset, inclusive=False)
         return AppendInfo(
-            first_offset if first_offset is not None else batches[0].last_offset,
+            first_offset if first_offset is not None else appended.batches[0].last_offset,
             last_offset,
             max_ts,
             ts_offset,
@@ -436,42 +356,11 @@ class Log:
             return self._roll(expected_next_offset)
 
     def _roll(self, expected_next_offset: int | None) -> Segment:
-        leo = self._end.offset
-        new_offset = max(expected_next_offset or 0, leo)
-        active = self.active_segment
-        text = f"with start offset {new_offset} =max(provided offset = {expected_next_offset}, LEO = {leo})"
-        if new_offset in self._list.bases:
-            if active.base_offset != new_offset or active.size != 0:
-                existing = self._list.segments[self._list.bases.index(new_offset)]
-                raise LogError(
-                    f"Trying to roll a new log segment for topic partition {self.topic_partition} "
-                    f"{text} while it already exists. Existing segment is {existing}."
-                )
-            log.warning(
-                "Trying to roll a new log segment %s while it already exists and is active with size 0.",
-                text,
-            )
-            new = self._create_and_delete_segment(new_offset, active, "log roll")
-        elif new_offset < active.base_offset:
-            raise LogError(
-                f"Trying to roll a new log segment for topic partition {self.topic_partition} "
-                f"{text} lower than start offset of the active segment {active}"
-            )
-        else:
-            for suffix in layout.SEGMENT_FILE_SUFFIXES:
-                path = join(self.dir, layout.segment_file_name(new_offset, suffix))
-                if self.disk.exists(path):
-                    log.warning(
-                        "Newly rolled segment file %s already exists; deleting it first", path
-                    )
-                    self.disk.unlink(path)
-            active.on_become_inactive()
-            new = Segment.create(self.disk, self.dir, new_offset, self.config, self.clock)
-            self._set_segments((*self._list.segments, new))
-        self._producer_state.map_end_offset = max(
-            self._producer_state.map_end_offset, new.base_offset
-        )
-        snapshot = self._take_snapshot(sync=False)
+        """Kafka's `UnifiedLog.roll`: the local roll, then the producer snapshot at the new
+        segment's base and the flush of everything below it, scheduled."""
+        new = self._local.roll(expected_next_offset)
+        self._producers.advance_to(new.base_offset)
+        snapshot = self._producers.take_snapshot(sync=False)
         self.scheduler.schedule(
             "flush-log", 0, lambda: self._flush_after_roll(snapshot, new.base_offset)
         )
@@ -488,20 +377,7 @@ class Log:
                 if snapshot is not None and self.disk.exists(snapshot):
                     with self.disk.open(snapshot, write=True) as f:
                         f.fsync()
-                self._flush(new_base, inclusive=False)
-
-    def _create_and_delete_segment(self, new_offset: int, old: Segment, reason: str) -> Segment:
-        """Replaces `old` by a new empty segment at `new_offset`, never leaving the list without
-        an active segment (KAFKA-12875)."""
-        if new_offset == old.base_offset:
-            old.change_file_suffixes("", layout.DELETED_SUFFIX)
-        new = Segment.create(self.disk, self.dir, new_offset, self.config, self.clock)
-        self._set_segments([*(s for s in self._list.segments if s is not old), new])
-        log.info("Deleting segments as part of %s: %s", reason, [old])
-        if old.suffix != layout.DELETED_SUFFIX:
-            old.change_file_suffixes("", layout.DELETED_SUFFIX)
-        self._schedule_delete([old])
-        return new
+                self._local.flush(new_base, inclusive=False)
 
     # --- flush -----------------------------------------------------------------------------------
 
@@ -513,45 +389,16 @@ class Log:
         with self._mutating(
             f"Error while flushing log for {self.topic_partition} in dir {self.dir}"
         ):
-            self._flush(self._end.offset, inclusive=inclusive)
+            self._local.flush(self._local.end.offset, inclusive=inclusive)
 
     def flush_if_due(self, now: int | None = None) -> bool:
         """The LogManager flusher's check: flushes when `flush.ms` has passed since the last flush."""
         now = self.clock.milliseconds() if now is None else now
         with self._lock:
-            if now - self._last_flush_ms < self.config.flush_ms:
+            if now - self._local.last_flush_ms < self.config.flush_ms:
                 return False
             self.flush()
             return True
-
-    def _flush(self, offset: int, *, inclusive: bool) -> None:
-        flush_offset = offset + 1 if inclusive else offset
-        old_rp = self._recovery_point
-        if flush_offset <= old_rp:
-            return
-        segments = self._segments_in_range(old_rp, flush_offset)
-        for segment in segments:
-            segment.flush()
-        if any(s.base_offset >= old_rp for s in segments):
-            self.disk.fsync_dir(self.dir)
-        # A post-roll flush that runs after a truncation below the rolled offset must not put
-        # the recovery point past the log end (Kafka has the same window; it is short there).
-        if min(offset, self._end.offset) > self._recovery_point:
-            self._recovery_point = min(offset, self._end.offset)
-        self._last_flush_ms = self.clock.milliseconds()
-
-    def _segments_in_range(self, start: int, end: int) -> list[Segment]:
-        """Kafka's `LogSegments.values(from, to)`: includes the segment holding `start`."""
-        if start == end:
-            return []
-        if end < start:
-            raise ValueError(
-                f"Invalid log segment range: requested segments in {self.topic_partition} from "
-                f"offset {start} which is greater than limit offset {end}"
-            )
-        segments, bases = self._list
-        first = max(0, bisect.bisect_right(bases, start) - 1)
-        return [s for s in segments[first:] if s.base_offset < end]
 
     # --- retention -------------------------------------------------------------------------------
 
@@ -561,50 +408,36 @@ class Log:
         with self._mutating(
             f"Error while deleting segments for {self.topic_partition} in dir {self.dir}"
         ):
-            deleted = self._delete_log_start_offset_breached()
-            if self.config.delete:
-                deleted += self._delete_retention_size_breached()
-                deleted += self._delete_retention_ms_breached()
+            config = self.config
+            deleted = self._delete_old(
+                log_retention.log_start_offset_breach(self._log_start_offset)
+            )
+            if config.delete:
+                deleted += self._delete_old(
+                    log_retention.retention_size_breach(config.retention_bytes, self.size)
+                )
+                deleted += self._delete_old(
+                    log_retention.retention_ms_breach(
+                        config.retention_ms, self.clock.milliseconds()
+                    )
+                )
             return deleted
 
-    def _delete_log_start_offset_breached(self) -> int:
-        lso = self._log_start_offset
-        return self._delete_old(
-            log_retention.log_start_offset_breach(lso),
-            f"Deleting segments due to log start offset {lso} breach",
-        )
-
-    def _delete_retention_size_breached(self) -> int:
-        limit = self.config.retention_bytes
-        breached = log_retention.retention_size_breach(limit, self.size)
-        if breached is None:
+    def _delete_old(self, rule: log_retention.Rule | None) -> int:
+        if rule is None:
             return 0
-        return self._delete_old(
-            breached, f"Deleting segments due to log retention size {limit} breach"
-        )
-
-    def _delete_retention_ms_breached(self) -> int:
-        limit = self.config.retention_ms
-        if limit < 0:
-            return 0
-        return self._delete_old(
-            log_retention.retention_ms_breach(limit, self.clock.milliseconds()),
-            f"Deleting segments due to log retention time {limit}ms breach",
-        )
-
-    def _delete_old(self, predicate: log_retention.Breach, reason: str) -> int:
         deletable = log_retention.deletable_segments(
-            self._list.segments, predicate, self._high_watermark, self._end.offset
+            self._local.segments, rule.breached, self._high_watermark, self._local.end.offset
         )
         if not deletable:
             return 0
-        if len(deletable) == len(self._list.segments):
+        if len(deletable) == len(self._local.segments):
             # Every segment goes, the active one too: roll first so a new active exists (§4.3).
             self._roll(None)
-        after = self._list.segments[len(deletable)]
+        after = self._local.segments[len(deletable)]
         self._maybe_increment_log_start_offset(after.base_offset, "segment deletion")
-        log.info("%s: %s", reason, deletable)
-        self._remove_and_delete_segments(deletable)
+        log.info("%s: %s", rule.reason, deletable)
+        self._local.remove_and_delete_segments(deletable)
         return len(deletable)
 
     def increment_log_start_offset(
@@ -624,59 +457,16 @@ class Log:
         if offset <= self._log_start_offset:
             return
         self._log_start_offset = offset
-        self._recovery_point = max(self._recovery_point, offset)
+        self._local.recovery_point = max(self._local.recovery_point, offset)
         self.leader_epoch_cache.truncate_from_start(offset)
-        self._producer_state.on_log_start_offset_incremented(offset)
+        self._producers.state.on_log_start_offset_incremented(offset)
         log.info("Incremented log start offset to %d due to %s", offset, reason)
 
     def update_high_watermark(self, offset: int) -> int:
         """Sets the high watermark, clamped to [log start, log end] as Kafka clamps it."""
         with self._lock:
-            self._high_watermark = min(max(offset, self._log_start_offset), self._end.offset)
+            self._high_watermark = min(max(offset, self._log_start_offset), self._local.end.offset)
             return self._high_watermark
-
-    # --- deletion --------------------------------------------------------------------------------
-
-    def _remove_and_delete_segments(self, segments: list[Segment]) -> None:
-        """Kafka's two-step delete: out of the list at once, files renamed `.deleted` now (no
-        directory fsync), removed after `file.delete.delay.ms`."""
-        gone = set(map(id, segments))
-        self._set_segments(s for s in self._list.segments if id(s) not in gone)
-        for segment in segments:
-            segment.change_file_suffixes("", layout.DELETED_SUFFIX)
-        self._schedule_delete(segments)
-        for segment in segments:
-            self._retire_snapshot(segment.base_offset)
-
-    def _schedule_delete(self, segments: list[Segment]) -> None:
-        self._retired.extend(segments)
-
-        def delete() -> None:
-            with self._lock:
-                if self._closed:
-                    return
-                for segment in segments:
-                    self._retired.remove(segment)
-            log.info("Deleting segment files %s", segments)
-            for segment in segments:
-                segment.delete_files_when_idle()
-
-        self.scheduler.schedule("delete-file", self.config.file_delete_delay_ms, delete)
-
-    def _retire_snapshot(self, offset: int) -> None:
-        path = join(self.dir, layout.snapshot_file_name(offset))
-        if not self.disk.exists(path):
-            return
-        deleted = path + layout.DELETED_SUFFIX
-        self.disk.rename(path, deleted)
-
-        def delete() -> None:
-            if self.disk.exists(deleted):
-                self.disk.unlink(deleted)
-
-        self.scheduler.schedule(
-            "delete-producer-snapshot", self.config.file_delete_delay_ms, delete
-        )
 
     def run_pending(self, now: int | None = None) -> int:
         """Runs the delayed tasks that are due (deletes of `.deleted` files, post-roll flushes)."""
@@ -695,7 +485,7 @@ class Log:
         with self._mutating(
             f"Error while truncating log to offset {target} for {self.topic_partition} in dir {self.dir}"
         ):
-            leo = self._end.offset
+            leo = self._local.end.offset
             if target >= leo:
                 log.info(
                     "Truncating to %d has no effect as the largest offset in the log is %d",
@@ -705,18 +495,13 @@ class Log:
                 self.leader_epoch_cache.truncate_from_end(leo)
                 return False
             log.info("Truncating to offset %d", target)
-            if self._list.segments[0].base_offset > target:
+            if self._local.segments[0].base_offset > target:
                 self._truncate_fully_and_start_at(target, None)
                 return True
-            doomed = [s for s in self._list.segments if s.base_offset > target]
-            if doomed:
-                log.info("Deleting segments as part of log truncation: %s", doomed)
-                self._remove_and_delete_segments(doomed)
-            self.active_segment.truncate_to(target)
-            self._update_end(target)
+            self._local.truncate_to(target)
             self.leader_epoch_cache.truncate_from_end(target)
             self._log_start_offset = min(target, self._log_start_offset)
-            self._rebuild_producer_state(target)
+            self._producers.rebuild(self._local, self._log_start_offset, target)
             if self._high_watermark >= target:
                 self._high_watermark = target
             return True
@@ -735,60 +520,11 @@ class Log:
             self._truncate_fully_and_start_at(new_offset, log_start_offset)
 
     def _truncate_fully_and_start_at(self, new_offset: int, log_start_offset: int | None) -> None:
-        *older, last = self._list.segments
-        if older:
-            log.info("Deleting segments as part of log truncation: %s", older)
-            self._remove_and_delete_segments(list(older))
-        self._create_and_delete_segment(new_offset, last, "log truncation")
-        self._update_end(new_offset)
+        self._local.truncate_fully_and_start_at(new_offset)
         self.leader_epoch_cache.clear_and_flush()
-        self._producer_state.truncate_fully_and_start_at(new_offset)
-        for offset in snapshot_offsets(self.disk, self.dir):
-            self.disk.unlink(join(self.dir, layout.snapshot_file_name(offset)))
-        self._last_snapshot_offset = -1
+        self._producers.truncate_fully_and_start_at(new_offset)
         self._log_start_offset = new_offset if log_start_offset is None else log_start_offset
         self._high_watermark = new_offset
-
-    # --- producer state --------------------------------------------------------------------------
-
-    def _take_snapshot(self, *, sync: bool) -> str | None:
-        """Writes `<map end offset>.snapshot` unless one at that offset was already written."""
-        offset = self._producer_state.map_end_offset
-        if offset <= self._last_snapshot_offset:
-            return None
-        path = join(self.dir, layout.snapshot_file_name(offset))
-        write_snapshot(self.disk, path, list(self._producer_state.entries), sync=sync)
-        self._last_snapshot_offset = offset
-        return path
-
-    def _rebuild_producer_state(self, target: int) -> None:
-        """After truncation: drop snapshots past `target`, reload the newest one left, replay the
-        batches after it up to `target`, snapshot at `target` (Kafka's `rebuildProducerState`)."""
-        offsets = snapshot_offsets(self.disk, self.dir)
-        for offset in offsets:
-            if offset > target:
-                self.disk.unlink(join(self.dir, layout.snapshot_file_name(offset)))
-        kept = [o for o in offsets if o <= target]
-        state, snapshot_offset = load_producer_state(
-            self.disk, self.dir, kept, self._log_start_offset, target
-        )
-        if state.map_end_offset < target:
-            self._replay_producer_state(state, state.map_end_offset, target)
-        self._producer_state = state
-        self._last_snapshot_offset = snapshot_offset
-        self._take_snapshot(sync=True)
-
-    def _replay_producer_state(self, state: ProducerState, start: int, end: int) -> None:
-        for segment in self._segments_in_range(start, end):
-            position = segment.offset_index.lookup(start).position
-            for entry in segment.entries(position):
-                if entry.base_offset >= end:
-                    break
-                if entry.last_offset < start:
-                    continue
-                if entry.magic >= 2 and entry.producer_id >= 0:
-                    state.append_batch(segment.read_batch(entry))
-        state.map_end_offset = end
 
     # --- reads -----------------------------------------------------------------------------------
 
@@ -796,9 +532,10 @@ class Log:
         """Whole batches from the one holding `offset`, up to `max_bytes` (at least one batch when
         `min_one_message`). Lock-free: never sees a closed file, never bytes past the log end it
         captured first."""
+        local = self._local
         return log_reads.read(
-            lambda: self._list,
-            self._end,
+            lambda: local.segment_list,
+            local.end,
             self._log_start_offset,
             self.topic_partition,
             offset,
@@ -810,7 +547,7 @@ class Log:
         """Kafka's `fetchOffsetByTimestamp`: the first record with a timestamp ≥ `timestamp`;
         -2 (earliest) gives the log start, -1 (latest) the log end, -3 the max timestamp."""
         return log_reads.offset_for_timestamp(
-            self._list.segments, self._log_start_offset, self._end.offset, timestamp
+            self._local.segments, self._log_start_offset, self._local.end.offset, timestamp
         )
 
     def collect_aborted_transactions(
@@ -818,7 +555,9 @@ class Log:
     ) -> list[AbortedTxn]:
         """The aborted transactions overlapping [start, upper bound), as Kafka's fetch collects
         them (see `log_reads.collect_aborted_transactions`)."""
-        return log_reads.collect_aborted_transactions(self._list, start_offset, upper_bound_offset)
+        return log_reads.collect_aborted_transactions(
+            self._local.segment_list, start_offset, upper_bound_offset
+        )
 
     # --- close -----------------------------------------------------------------------------------
 
@@ -835,24 +574,19 @@ class Log:
                     with self._mutating(
                         f"Error while closing log {self.topic_partition} in dir {self.dir}"
                     ):
-                        self._flush(self._end.offset, inclusive=True)
-                        self._producer_state.map_end_offset = max(
-                            self._producer_state.map_end_offset, self._end.offset
-                        )
-                        self._take_snapshot(sync=True)
-                        for segment in self._list.segments:
+                        local = self._local
+                        local.flush(local.end.offset, inclusive=True)
+                        self._producers.advance_to(local.end.offset)
+                        self._producers.take_snapshot(sync=True)
+                        for segment in local.segments:
                             segment.close()
             finally:
-                self._closed = True
-                for segment in (*self._list.segments, *self._retired):
-                    segment.close_handlers()
+                self._local.close_handlers()
 
     def abandon(self) -> None:
         """Closes the files without flushing anything (a killed process); the log is unusable."""
         with self._lock:
-            self._closed = True
-            for segment in (*self._list.segments, *self._retired):
-                segment.close_handlers()
+            self._local.close_handlers()
 
     def __enter__(self) -> Log:
         return self

@@ -13,15 +13,30 @@ from typing import NamedTuple
 from . import layout
 from .abstract_index import IndexFileError
 from .clock import Clock
-from .disk import Disk, join
+from .disk import Disk, join, parent_of
 from .leader_epoch import EpochEntry, read_leader_epochs
 from .log_config import LogConfig
-from .log_errors import LogNotCleanError
+from .log_errors import LogError, LogNotCleanError
 from .producer_snapshot import CorruptSnapshotError, read_snapshot
 from .producer_state import ProducerState
 from .segment import Segment
 
 log = logging.getLogger(__name__)
+
+
+def partition_dir(disk: Disk, dir: str) -> layout.TopicPartition:
+    """The partition a directory is named for; the directory is created if missing."""
+    name = dir.rstrip("/").rpartition("/")[2]
+    try:
+        tp = layout.parse_partition_dir_name(name, dir).topic_partition
+    except layout.LayoutError as e:
+        raise LogError(str(e)) from None
+    if not disk.exists(dir):
+        disk.make_dirs(dir)
+        disk.fsync_dir(parent_of(dir))
+    elif not disk.is_dir(dir):
+        raise LogError(f"{dir} is not a directory")
+    return tp
 
 
 def load_file_names(disk: Disk, dir: str) -> tuple[list[int], list[int]]:

@@ -3,27 +3,34 @@ breaches of `deleteOldSegments`), without I/O: `Log.delete_old_segments` deletes
 
 A breach is a predicate over a segment and the one after it (None for the last); segments go
 oldest first while the predicate holds, never past the high watermark, never the empty active one.
+Each comes with the reason Kafka logs for the segments it deletes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import NamedTuple
 
 from .segment import Segment
 
 Breach = Callable[[Segment, Segment | None], bool]
 
 
-def log_start_offset_breach(log_start_offset: int) -> Breach:
+class Rule(NamedTuple):
+    breached: Breach
+    reason: str
+
+
+def log_start_offset_breach(log_start_offset: int) -> Rule:
     """A segment wholly below the log start offset (its successor starts at or before it)."""
 
     def breached(segment: Segment, next_segment: Segment | None) -> bool:
         return next_segment is not None and next_segment.base_offset <= log_start_offset
 
-    return breached
+    return Rule(breached, f"Deleting segments due to log start offset {log_start_offset} breach")
 
 
-def retention_size_breach(retention_bytes: int, log_size: int) -> Breach | None:
+def retention_size_breach(retention_bytes: int, log_size: int) -> Rule | None:
     """The oldest segments whose sizes fit in the excess over `retention.bytes`; None when
     there is no limit or no excess."""
     if retention_bytes < 0 or log_size < retention_bytes:
@@ -37,16 +44,19 @@ def retention_size_breach(retention_bytes: int, log_size: int) -> Breach | None:
             return True
         return False
 
-    return breached
+    return Rule(breached, f"Deleting segments due to log retention size {retention_bytes} breach")
 
 
-def retention_ms_breach(retention_ms: int, now: int) -> Breach:
-    """A segment whose largest timestamp is older than `retention.ms` at `now`."""
+def retention_ms_breach(retention_ms: int, now: int) -> Rule | None:
+    """A segment whose largest timestamp is older than `retention.ms` at `now`; None when
+    there is no limit."""
+    if retention_ms < 0:
+        return None
 
     def breached(segment: Segment, next_segment: Segment | None) -> bool:
         return now - segment.largest_timestamp > retention_ms
 
-    return breached
+    return Rule(breached, f"Deleting segments due to log retention time {retention_ms}ms breach")
 
 
 def deletable_segments(

@@ -8,7 +8,8 @@ offset — and therefore the `.txnindex` — is computed from. The snapshot file
 
 from __future__ import annotations
 
-from ..format.batch import ControlType, increment_sequence
+from ..format.batch_layout import increment_sequence
+from ..format.control import ControlType
 from .producer_snapshot import ProducerSnapshotEntry as ProducerEntry
 from .txn_index import AbortedTxn
 
@@ -41,6 +42,11 @@ class ProducerState:
     @property
     def entries(self) -> tuple[ProducerEntry, ...]:
         return tuple(self._producers[pid] for pid in sorted(self._producers))
+
+    def in_transaction(self, producer_id: int) -> bool:
+        """Whether the producer has an open transaction (a data batch must then be transactional)."""
+        entry = self._producers.get(producer_id)
+        return entry is not None and entry.current_txn_first_offset >= 0
 
     def ongoing(self) -> list[tuple[int, int]]:
         """(first offset, producer id) of every open transaction, by first offset."""

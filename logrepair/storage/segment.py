@@ -4,14 +4,13 @@ The offset and time indexes are lazy, as Kafka's `LazyIndex`: a freshly rolled s
 `.log` on disk until an append, a roll check or a flush first touches them, so the files this code
 leaves after a crash are the files a broker leaves. Every read and write goes through the Disk.
 
-Positions in the `.log` are found by reading entry headers only (offset, length, magic, last offset
-delta, max timestamp), never CRCs or records: that is what Kafka's `translateOffset` reads, and it
-keeps offset lookups to a few small reads after an index probe.
+Positions in the `.log` are found by reading entry headers only (`segment_entries`: offset, length,
+magic, last offset delta, max timestamp), never CRCs or records: that is what Kafka's
+`translateOffset` reads, and it keeps offset lookups to a few small reads after an index probe.
 """
 
 from __future__ import annotations
 
-import struct
 import threading
 from collections.abc import Callable, Iterator
 from typing import NamedTuple, TypeVar
@@ -25,47 +24,17 @@ from .index_builder import RecoveryIndex
 from .log_config import INT_MAX, LogConfig
 from .offset_index import OffsetIndex
 from .scan import LogScan
+from .segment_entries import EntryHeader, entry_headers
 from .time_index import NO_TIMESTAMP, TimeIndex, TimestampOffset
 from .txn_index import AbortedTxn, TransactionIndex
 
 # Kafka's FileRecords refuses to grow a segment past Integer.MAX_VALUE bytes.
 MAX_SEGMENT_FILE_SIZE = INT_MAX
-LOG_OVERHEAD = 12
-HEADER_SIZE_UP_TO_MAGIC = 17
-MIN_ENTRY_SIZE = 14
-V2_HEADER_SIZE = 61
-_OVERHEAD = struct.Struct(">qi")
-# From byte 21: attributes, lastOffsetDelta, (baseTimestamp), maxTimestamp, producerId.
-_V2_FIELDS = struct.Struct(">hi8xqq")
-_V1_TIMESTAMP = struct.Struct(">q")  # at 18
-_SCAN_WINDOW = 64 * 1024
 IndexT = TypeVar("IndexT", OffsetIndex, TimeIndex)
-
-
-class CorruptSegmentError(ValueError):
-    """Bytes in a `.log` that are not a batch where one must start (Kafka's CorruptRecordException)."""
-
-    def __init__(self, path: str, position: int, detail: str) -> None:
-        super().__init__(f"{path}: {detail} at byte {position}")
-        self.path = path
-        self.position = position
-        self.detail = detail
 
 
 class SegmentOffsetOverflowError(ValueError):
     """Kafka's LogSegmentOffsetOverflowException: an offset not representable in this segment."""
-
-
-class EntryHeader(NamedTuple):
-    """What a shallow scan reads of one batch (v2) or shallow message (v0/v1)."""
-
-    position: int
-    size: int
-    base_offset: int
-    last_offset: int
-    max_timestamp: int
-    magic: int
-    producer_id: int = -1
 
 
 class FetchSlice(NamedTuple):
@@ -279,47 +248,7 @@ class Segment:
     def entries(self, start: int = 0, end: int | None = None) -> Iterator[EntryHeader]:
         """Headers of the whole entries in `[start, end)`; stops silently at a torn last entry."""
         end = self._size if end is None else min(end, self._size)
-        pos = start
-        buf = b""
-        buf_start = pos
-        while pos + HEADER_SIZE_UP_TO_MAGIC < end:
-            rel = pos - buf_start
-            if rel + V2_HEADER_SIZE > len(buf) and buf_start + len(buf) < end:
-                buf_start = pos
-                buf = self._log.read_at(pos, min(_SCAN_WINDOW, end - pos))
-                rel = 0
-            if rel + HEADER_SIZE_UP_TO_MAGIC > len(buf):
-                return
-            base, length = _OVERHEAD.unpack_from(buf, rel)
-            if length < MIN_ENTRY_SIZE:
-                raise CorruptSegmentError(
-                    self.log_path,
-                    pos,
-                    f"Found record size {length} smaller than minimum record overhead ({MIN_ENTRY_SIZE})",
-                )
-            size = LOG_OVERHEAD + length
-            if pos + size > end:
-                return
-            magic = buf[rel + 16]
-            if magic == 2:
-                if size < V2_HEADER_SIZE or rel + V2_HEADER_SIZE > len(buf):
-                    raise CorruptSegmentError(
-                        self.log_path,
-                        pos,
-                        f"Record batch of {size} bytes is shorter than its header",
-                    )
-                _, delta, max_ts, producer_id = _V2_FIELDS.unpack_from(buf, rel + 21)
-                yield EntryHeader(pos, size, base, base + delta, max_ts, 2, producer_id)
-            elif magic == 1:
-                (ts,) = _V1_TIMESTAMP.unpack_from(buf, rel + 18)
-                yield EntryHeader(pos, size, base, base, ts, 1)
-            elif magic == 0:
-                yield EntryHeader(pos, size, base, base, NO_TIMESTAMP, 0)
-            else:
-                raise CorruptSegmentError(
-                    self.log_path, pos, f"Invalid magic found in record: {magic}"
-                )
-            pos += size
+        return entry_headers(self._log, self.log_path, start, end)
 
     def translate_offset(self, offset: int) -> EntryHeader | None:
         """The first entry at or after the index's hint whose last offset is ≥ `offset`."""

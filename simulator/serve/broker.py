@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from logrepair.format.batch import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
+from logrepair.format.batch_layout import LOG_OVERHEAD, RECORD_BATCH_OVERHEAD
 from logrepair.protocol.connection import Request
 from logrepair.protocol.errors import ErrorCode
 from logrepair.protocol.schema import APIS

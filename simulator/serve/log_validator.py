@@ -10,12 +10,8 @@ from __future__ import annotations
 
 import struct
 
-from logrepair.format.batch import (
-    ATTRIBUTES_OFFSET,
-    CRC_OFFSET,
-    TIMESTAMP_TYPE_MASK,
-    RecordBatch,
-)
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_layout import ATTRIBUTES_OFFSET, CRC_OFFSET, TIMESTAMP_TYPE_MASK
 from logrepair.format.crc import crc32c
 from logrepair.format.errors import FormatError
 from logrepair.protocol.errors import ErrorCode

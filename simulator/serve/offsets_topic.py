@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from logrepair.decoders.consumer_offsets import OffsetCommit, decode_offsets_record
 from logrepair.decoders.schema import DecodeError
-from logrepair.format.batch import ControlType
+from logrepair.format.control import ControlType
 from logrepair.storage.log import Log
 
 from .reading import log_batches

@@ -16,7 +16,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from logrepair.format.batch import RecordBatch, increment_sequence
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_layout import increment_sequence
 from logrepair.protocol.errors import ErrorCode
 from logrepair.storage.layout import TopicPartition
 from logrepair.storage.producer_state import ProducerState

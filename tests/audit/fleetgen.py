@@ -12,7 +12,8 @@ import os
 import struct
 from dataclasses import dataclass, field
 
-from logrepair.format.batch import Record, build_batch, build_end_txn_marker
+from logrepair.format.batch_builder import build_batch, build_end_txn_marker
+from logrepair.format.batch_layout import Record
 from logrepair.format.control import ControlType, EndTransactionMarker
 from logrepair.storage import layout
 from logrepair.storage.checkpoints import write_offsets

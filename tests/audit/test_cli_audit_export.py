@@ -125,7 +125,7 @@ def test_export_records_and_corrupt_flag(tmp_path):
 
 def test_legacy_message_sets_are_audited_and_exported(tmp_path):
     from logrepair.audit.export import export_local
-    from logrepair.format.batch import Record
+    from logrepair.format.batch_layout import Record
     from logrepair.format.legacy import build_legacy_batch
     from logrepair.storage.osdisk import OsDisk
 

@@ -16,7 +16,8 @@ from hypothesis import strategies as st
 
 from logrepair.audit.model import SegmentTask
 from logrepair.audit.segments import summarize_segment
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.storage import layout
 from logrepair.storage.osdisk import OsDisk
 

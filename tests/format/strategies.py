@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 
 INT32_MAX = 2**31 - 1
 

@@ -7,18 +7,12 @@ import struct
 
 import pytest
 
-from logrepair.format.batch import (
-    HEADER,
-    Batch,
-    Record,
-    RecordBatch,
-    build_batch,
-    build_empty_batch,
-    encode_record,
-    increment_sequence,
-)
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_builder import build_batch, build_empty_batch
+from logrepair.format.batch_layout import HEADER, Batch, Record, increment_sequence
 from logrepair.format.crc import crc32, crc32c
 from logrepair.format.errors import FormatError
+from logrepair.format.record_codec import encode_record
 from logrepair.format.varint import write_varint
 from tests.contracts import BATCH_JSON_KEYS
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logrepair.format.batch import check_records, decode_records, encode_record
 from logrepair.format.errors import FormatError
+from logrepair.format.record_codec import check_records, decode_records, encode_record
 
 from .strategies import record_lists
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from hypothesis import given, settings
 
-from logrepair.format.batch import Record, RecordBatch, build_batch
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.compression import Codec
 from logrepair.format.errors import FormatError
 from logrepair.format.walker import Walker

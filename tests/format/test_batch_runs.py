@@ -14,7 +14,8 @@ import pytest
 from hypothesis import event, given
 from hypothesis import strategies as st
 
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.batch_runs import NONE, quiet_run_python
 from logrepair.format.crc import crc32c
 from logrepair.storage.index_builder import recovery_index_bytes

@@ -20,9 +20,9 @@ from logrepair.format.compression import (
     Codec,
     compress,
     decompress,
-    xxh32,
 )
 from logrepair.format.errors import FormatError
+from logrepair.format.lz4_codec import xxh32
 
 SAMPLE = b"kafka log segment " * 5000 + bytes(range(256)) * 300  # several blocks of every codec
 CODEC_MAGICS = [(c, m) for c in Codec for m in (0, 1, 2) if not (c is Codec.ZSTD and m < 2)]

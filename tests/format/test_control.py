@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from logrepair.format.batch import RecordBatch, build_control_batch, build_end_txn_marker
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_builder import build_control_batch, build_end_txn_marker
 from logrepair.format.control import (
     ControlType,
     EndTransactionMarker,

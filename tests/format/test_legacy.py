@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from logrepair.format import compression
-from logrepair.format.batch import Batch, Record
+from logrepair.format.batch_layout import Batch, Record
 from logrepair.format.compression import Codec, compress, decompress
 from logrepair.format.errors import FormatError
 from logrepair.format.legacy import LegacyBatch, build_legacy_batch

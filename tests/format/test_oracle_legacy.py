@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from kafka import codec as kafka_codec
 from kafka.record import legacy_records as kp
 
-from logrepair.format.batch import Record
+from logrepair.format.batch_layout import Record
 from logrepair.format.compression import Codec, compress, decompress
 from logrepair.format.legacy import LegacyBatch, build_legacy_batch
 

@@ -10,7 +10,9 @@ from hypothesis import strategies as st
 from kafka.record import default_records as kp
 from kafka.record.memory_records import MemoryRecords
 
-from logrepair.format.batch import Record, RecordBatch, build_batch
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.walker import Walker
 
 from .strategies import headers, optional_bytes
@@ -162,7 +164,7 @@ def test_log_append_time_as_kafka_python_reads_it() -> None:
 
 
 def test_control_batch_as_kafka_python_reads_it() -> None:
-    from logrepair.format.batch import build_end_txn_marker
+    from logrepair.format.batch_builder import build_end_txn_marker
     from logrepair.format.control import ControlType, EndTransactionMarker
 
     data = build_end_txn_marker(

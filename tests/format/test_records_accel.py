@@ -1,5 +1,5 @@
 """Deep record reading three ways, held to one answer: the C accelerator (`logrepair.format._records`),
-the pure-Python reader of batch.py, and a reference reader spelled out below.
+the pure-Python reader of record_codec.py, and a reference reader spelled out below.
 
 On every records region, valid or damaged, each returns the same records (same values, same types)
 or raises the same `FormatError` (kind, detail, position). The cross-implementation tests skip, saying
@@ -18,21 +18,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logrepair.format import batch
-from logrepair.format.batch import (
-    Record,
-    check_records_python,
-    decode_records_python,
-    encode_record,
-)
+from logrepair.format import record_codec
+from logrepair.format.batch_layout import Record
 from logrepair.format.errors import FormatError
+from logrepair.format.record_codec import check_records_python, decode_records_python, encode_record
 
 try:
     from logrepair.format import _records
 except ImportError:
     _records = None
 else:
-    _records.bind(Record, FormatError)  # batch.py skips this under LOGREPAIR_PURE_PYTHON=1
+    _records.bind(Record, FormatError)  # record_codec.py skips this under LOGREPAIR_PURE_PYTHON=1
 
 needs_accelerator = pytest.mark.skipif(
     _records is None,
@@ -411,7 +407,7 @@ def test_arguments_are_taken_as_python_takes_them() -> None:
 @needs_accelerator
 def test_the_build_is_of_the_current_source() -> None:
     """An in-place build left over from an older `_records.c` would test the wrong code."""
-    source = Path(batch.__file__).with_name("_records.c")
+    source = Path(record_codec.__file__).with_name("_records.c")
     if not source.exists():
         pytest.skip("installed without its C source")
     assert _records.SOURCE_SHA256 == hashlib.sha256(source.read_bytes()).hexdigest(), (
@@ -440,9 +436,8 @@ def _accelerated_in_child(**env: str) -> str:
         [
             sys.executable,
             "-c",
-            "from logrepair.format import batch; "
-            "print(batch.ACCELERATED, batch.decode_records.__module__, "
-            "batch.check_records.__module__)",
+            "from logrepair.format import record_codec as c; "
+            "print(c.ACCELERATED, c.decode_records.__module__, c.check_records.__module__)",
         ],
         env=environ,
         check=True,
@@ -454,16 +449,16 @@ def _accelerated_in_child(**env: str) -> str:
 def test_pure_python_is_forced_by_the_environment() -> None:
     assert _accelerated_in_child(LOGREPAIR_PURE_PYTHON="1") == [
         "False",
-        "logrepair.format.batch",
-        "logrepair.format.batch",
+        "logrepair.format.record_codec",
+        "logrepair.format.record_codec",
     ]
 
 
 def test_the_accelerator_is_used_when_built() -> None:
     built = _records is not None
-    module = "logrepair.format._records" if built else "logrepair.format.batch"
+    module = "logrepair.format._records" if built else "logrepair.format.record_codec"
     for env in ({}, {"LOGREPAIR_PURE_PYTHON": "0"}):
         assert _accelerated_in_child(**env) == [str(built), module, module]
-    assert batch.ACCELERATED == (
+    assert record_codec.ACCELERATED == (
         built and os.environ.get("LOGREPAIR_PURE_PYTHON", "0") in ("", "0")
     )

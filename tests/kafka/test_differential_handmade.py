@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from logrepair.format.batch import Record
+from logrepair.format.batch_layout import Record
 from logrepair.format.crc import crc32c
 from logrepair.format.legacy import build_legacy_batch
 from logrepair.recovery.settings import Settings

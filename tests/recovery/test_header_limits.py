@@ -10,7 +10,7 @@ import zlib
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from logrepair.format.batch import HEADER, Record
+from logrepair.format.batch_layout import HEADER, Record
 from logrepair.format.crc import crc32c
 from logrepair.format.legacy import build_legacy_batch
 from logrepair.recovery.repair import repair

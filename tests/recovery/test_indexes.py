@@ -5,7 +5,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logrepair.format.batch import Record, RecordBatch, build_batch
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.recovery import indexes
 from logrepair.recovery.indexes import rebuild
 from logrepair.recovery.scan import scan_path

@@ -9,7 +9,7 @@ import shutil
 
 import pytest
 
-from logrepair.format.batch import Record
+from logrepair.format.batch_layout import Record
 from logrepair.format.legacy import LegacyBatch, build_legacy_batch
 from logrepair.recovery import apply, journal
 from logrepair.recovery.interrupted import REPLAN

@@ -12,7 +12,8 @@ import random
 
 import pytest
 
-from logrepair.format.batch import Record, build_batch, build_end_txn_marker
+from logrepair.format.batch_builder import build_batch, build_end_txn_marker
+from logrepair.format.batch_layout import Record
 from logrepair.format.control import ControlType, EndTransactionMarker
 from logrepair.format.legacy import build_legacy_batch
 from logrepair.recovery.invariants import inventory

@@ -365,7 +365,8 @@ def test_a_partition_dir_on_its_own_is_repaired_whole(tmp_path, mode):
 def test_salvage_moves_aborted_transactions_with_their_markers(log_dir):
     """An aborted transaction whose ABORT marker lands in a split-off segment is indexed there,
     and nowhere past the end of the segment it left (the simulator's zero_block case)."""
-    from logrepair.format.batch import Record, build_batch, build_end_txn_marker
+    from logrepair.format.batch_builder import build_batch, build_end_txn_marker
+    from logrepair.format.batch_layout import Record
     from logrepair.format.control import ControlType, EndTransactionMarker
 
     pdir = log_dir / "t-0"

@@ -13,7 +13,8 @@ from unittest import mock
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.recovery import segment_scan
 from logrepair.recovery.index_checks import TXN_ENTRY
 from logrepair.recovery.scan import scan_path

@@ -9,7 +9,8 @@ import struct
 
 import pytest
 
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.crc import crc32c
 from logrepair.recovery.scan import scan_path
 from logrepair.recovery.settings import Settings

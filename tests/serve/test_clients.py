@@ -16,7 +16,8 @@ import pytest
 from hypothesis import given, settings
 
 from logrepair.cli import main as logrepair_main
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.protocol.codec import decode_response, encode_request
 from logrepair.protocol.schema import APIS
 from simulator.serve.testing import ServeThread

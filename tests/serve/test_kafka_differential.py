@@ -16,7 +16,9 @@ import time
 
 import pytest
 
-from logrepair.format.batch import Record, RecordBatch, build_batch
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.walker import Walker
 from logrepair.protocol.codec import decode_response, encode_request
 from logrepair.protocol.schema import APIS

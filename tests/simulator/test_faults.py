@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from hypothesis import given, settings
 
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from simulator.disk import PersistenceModel, SimDisk
 from simulator.faults import CRASH_FAULTS, crash_states, fault_rng
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from simulator.disk import DiskImage
 from simulator.invariants import (
     DURABLE,

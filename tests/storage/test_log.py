@@ -9,7 +9,9 @@ import threading
 import pytest
 from kafka.record import MemoryRecords
 
-from logrepair.format.batch import Record, RecordBatch, build_batch
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.walker import Walker
 from logrepair.storage import layout
 from logrepair.storage.clock import ManualClock

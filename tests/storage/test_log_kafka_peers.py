@@ -7,7 +7,8 @@ import os
 
 import pytest
 
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.walker import Walker
 from logrepair.storage import layout
 from logrepair.storage.clock import ManualClock

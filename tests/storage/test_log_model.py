@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
-from logrepair.format.batch import Record, build_batch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.walker import Walker
 from logrepair.storage.clock import ManualClock
 from logrepair.storage.log import Log, ProducerRecord

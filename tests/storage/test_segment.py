@@ -9,7 +9,9 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from logrepair.format.batch import Record, RecordBatch, build_batch
+from logrepair.format.batch import RecordBatch
+from logrepair.format.batch_builder import build_batch
+from logrepair.format.batch_layout import Record
 from logrepair.format.legacy import build_legacy_batch
 from logrepair.storage import layout
 from logrepair.storage import segment as segment_module
@@ -19,12 +21,8 @@ from logrepair.storage.disk import join
 from logrepair.storage.log_config import LogConfig
 from logrepair.storage.offset_index import OffsetPosition
 from logrepair.storage.osdisk import OsDisk
-from logrepair.storage.segment import (
-    CorruptSegmentError,
-    RollParams,
-    Segment,
-    SegmentOffsetOverflowError,
-)
+from logrepair.storage.segment import RollParams, Segment, SegmentOffsetOverflowError
+from logrepair.storage.segment_entries import CorruptSegmentError
 from logrepair.storage.time_index import TimestampOffset
 from logrepair.storage.txn_index import AbortedTxn
 from tests.storage.index_oracle import B, spec_rebuild
