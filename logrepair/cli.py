@@ -57,6 +57,12 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+YOUNG_COLLECTION_THRESHOLD = 50_000
+"""Allocations between two collections of the youngest generation during a run (CPython's default
+is 700): at 4,000 partitions, `repair --dry-run` spent ~7% of its CPU in the collector (0.13 s),
+1.5% with this (10,000: 4%); what waits for a collection meanwhile is a few MiB at most."""
+
+
 def _command_named(names: list[str], argv: list[str]) -> str | None:
     """The module of the command the arguments name: their first one, when a module has its name
     (`rebuild-index` is in rebuild_index.py; `logrepair`'s own options, --help and --version,
@@ -73,11 +79,17 @@ def main(argv: list[str] | None = None) -> int:
         args = build_parser(argv).parse_args(argv)
         # What the imports made lives as long as the run: the collector need not look at it
         # again each time a scan's results (thousands of partitions) trigger a full collection
-        # (given back after, for a caller that runs the CLI in its own process).
+        # (given back after, for a caller that runs the CLI in its own process). So does most of
+        # what the run makes (a scan's findings and runs, a plan's actions and losses): young
+        # objects are collected less often, which spares the full collections their promotion
+        # triggers (a cycle left behind lives a little longer).
         gc.freeze()
+        thresholds = gc.get_threshold()
+        gc.set_threshold(max(thresholds[0], YOUNG_COLLECTION_THRESHOLD), *thresholds[1:])
         try:
             return args.run(args)
         finally:
+            gc.set_threshold(*thresholds)
             gc.unfreeze()
     except InputError as exc:
         return _fail(str(exc))

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
+import io
 import json
 import os
 import subprocess
@@ -377,3 +380,24 @@ def test_the_demo_in_a_temporary_directory_gives_no_undo_command(tmp_path):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     closing = "\n".join(proc.stdout.strip().splitlines()[-2:])
     assert "logrepair undo /" not in closing and "--dir DIR" in closing
+
+
+def test_a_run_in_the_callers_process_gives_the_collector_back_as_it_found_it(damaged, tmp_path):
+    """The CLI collects young objects less often while it runs (cli.YOUNG_COLLECTION_THRESHOLD)
+    and keeps what its imports made out of full collections; a caller that runs it in its own
+    process gets the collector back as it was, after a run and after a refused one (exit 2)."""
+    from logrepair.cli import main
+
+    gc.set_threshold(500, 7, 9)  # (not the default: a caller's own)
+    frozen = gc.get_freeze_count()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+            assert (
+                main(["repair", "--mode", "kafka", "--dry-run", "--jobs", "1", str(damaged)]) != 2
+            )
+            assert gc.get_threshold() == (500, 7, 9)
+            assert main(["verify", str(tmp_path / "no-such-dir")]) == 2
+        assert gc.get_threshold() == (500, 7, 9)
+        assert gc.get_freeze_count() == frozen
+    finally:
+        gc.set_threshold(700, 10, 10)

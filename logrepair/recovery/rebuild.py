@@ -9,6 +9,8 @@ same journal and quarantine as a repair, so it can be undone.
 
 from __future__ import annotations
 
+import operator
+
 from ..format.batch import RecordBatch
 from ..format.control import ControlType
 from ..format.errors import Defect, FormatError
@@ -118,6 +120,7 @@ def _plan_partition(disk: Disk, p: PartitionScan, plan: Plan) -> None:
         return
     txn, problems = _txn_entries(disk, p)
     plan.notes.extend(problems)
+    swaps = _swaps(p)
     for seg in p.segments:
         if seg.misnamed or any(f.kind == "offset_overflow" for f in seg.findings):
             plan.notes.append(
@@ -125,7 +128,7 @@ def _plan_partition(disk: Disk, p: PartitionScan, plan: Plan) -> None:
                 "cannot be built (repair --mode salvage renames or splits the segment)"
             )
             continue
-        if _indexes_stale(disk, p, seg):
+        if _indexes_stale(disk, p, seg, swaps):
             plan.actions.append(
                 Action(
                     "rebuild_indexes",
@@ -136,10 +139,12 @@ def _plan_partition(disk: Disk, p: PartitionScan, plan: Plan) -> None:
             )
         stem = seg.name[: -len(layout.LOG_SUFFIX)]
         txn_name = stem + layout.TXN_INDEX_SUFFIX
-        txn_path = join(p.path, layout.txn_index_file_name(seg.base_offset))
         exists = txn_name.rpartition("/")[2] in p.files
         content = txn.get(seg.base_offset, b"")
-        if (exists and disk.read_file(txn_path) != content) or (not exists and content):
+        if (
+            exists
+            and disk.read_file(join(p.path, layout.txn_index_file_name(seg.base_offset))) != content
+        ) or (not exists and content):
             plan.actions.append(
                 Action(
                     "write_file",
@@ -159,7 +164,10 @@ def _read_whole(seg: SegmentScan) -> bool:
 def _swaps(p: PartitionScan) -> bool:
     """`.swap` files in the dir: the scan may have read an index's swap in its place (as Kafka's
     loader renames it in), where the rebuild compares with the file under its own name."""
-    return any(f.endswith(layout.SWAP_SUFFIX) for f in p.files)
+    return any(map(_is_swap, p.files))
+
+
+_is_swap = operator.methodcaller("endswith", layout.SWAP_SUFFIX)
 
 
 def _txn_entries(disk: Disk, p: PartitionScan) -> tuple[dict[int, bytes], list[str]]:
@@ -171,10 +179,11 @@ def _txn_entries(disk: Disk, p: PartitionScan) -> tuple[dict[int, bytes], list[s
     return txn_entries_by_segment(disk, p.path, bases, p.settings.max_batch_size)
 
 
-def _indexes_stale(disk: Disk, p: PartitionScan, seg: SegmentScan) -> bool:
+def _indexes_stale(disk: Disk, p: PartitionScan, seg: SegmentScan, swaps: bool) -> bool:
     """Whether the segment's offset or time index is missing or not the bytes the rebuild
-    writes; from the scan's own comparison where it made one over the same batches."""
-    if seg.kafka_index_checked and _read_whole(seg) and not _swaps(p):
+    writes; from the scan's own comparison where it made one over the same batches (`swaps`:
+    the dir holds `.swap` files, `_swaps`)."""
+    if seg.kafka_index_checked and not swaps and _read_whole(seg):
         return seg.kafka_index_differs
     log = join(p.path, layout.log_file_name(seg.base_offset))
     wanted = indexes.rebuild(
