@@ -5,8 +5,10 @@ and the `--jobs` defaults."""
 
 from __future__ import annotations
 
+import importlib
 import os
 import signal
+import sys
 import time
 
 import pytest
@@ -89,3 +91,19 @@ def test_jobs_defaults() -> None:
     few = pool.Pool(2, min_items=64)(square_or_fail, 0, [1, 2])
     assert few.__name__ == "serial" and list(few) == [1, 4]
     assert pool.Pool(2)(square_or_fail, 0, [1, 2]).__name__ == "_pooled"
+
+
+def test_a_module_imported_beside_a_block_is_loaded_after_it_and_a_failure_is_left_to_import(
+    tmp_path, monkeypatch
+) -> None:
+    (tmp_path / "beside_ok.py").write_text("import time\ntime.sleep(0.05)\nVALUE = 7\n")
+    (tmp_path / "beside_bad.py").write_text("raise ValueError('broken module')\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pool.importing("beside_ok"):
+        ran = True  # the block runs while the module loads
+    assert ran and sys.modules["beside_ok"].VALUE == 7
+    with pool.importing("beside_bad"):
+        pass
+    assert "beside_bad" not in sys.modules
+    with pytest.raises(ValueError, match="broken module"):
+        importlib.import_module("beside_bad")

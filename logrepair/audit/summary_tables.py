@@ -31,6 +31,12 @@ from .model import (
     SegmentTask,
 )
 
+# pyarrow asks whether each Python list given to `pa.array` is pandas', importing pandas (where it
+# is installed: 0.2 s of CPU) the first time: done as this module loads, which `audit
+# --summaries-out --jobs` does beside its workers (`pool.importing`), not when the first rows of
+# the summary are written
+pa.array([], pa.int64())
+
 FORMAT_VERSION = 1
 """Raised whenever a table's columns or their meaning change; a reader refuses any other."""
 

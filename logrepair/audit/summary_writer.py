@@ -40,7 +40,7 @@ from .discovery import discover
 from .errors import SummaryError
 from .model import LogDirPlan, SegmentSummary, SegmentTask
 from .segments import summarize_details
-from .summary_store import open_location
+from .summary_store import open_location, read_file
 from .summary_tables import (
     DETAIL_COLUMNS,
     DIGEST_COLUMNS,
@@ -121,13 +121,16 @@ def write_summaries(
     full_rescan: bool = False,
     disk: Disk | None = None,
     segments: Mapper | None = None,
+    plans: list[LogDirPlan] | None = None,
 ) -> list[BrokerSummary]:
     """Summarizes the log dirs under `paths` into DEST, one summary per broker label (the audit's:
     `node-<node.id>`, or `broker` for all of them). `segments` scans the segments to summarize
-    (`logrepair.pool`: in worker processes, in order; None: one after the other here)."""
+    (`logrepair.pool`: in worker processes, in order; None: one after the other here). `plans`:
+    the log dirs `discover` found under `paths` already."""
     disk = disk or OsDisk()
     fs, root = open_location(dest)
-    plans = discover(disk, paths, segments)
+    if plans is None:
+        plans = discover(disk, paths, segments)
     if broker is not None:
         for p in plans:
             p.broker = broker
@@ -237,9 +240,7 @@ class BrokerSummaryWriter:
         log dirs is refused rather than replaced."""
         mine = {d.meta.directory_id for d in dirs if d.meta and d.meta.directory_id}
         try:
-            table = pq.read_table(
-                self._final("log_dirs"), filesystem=self.fs, columns=["directory_id"]
-            )
+            table = read_file(self.fs, self._final("log_dirs"), ["directory_id"])
         except (FileNotFoundError, pa.ArrowException, OSError):
             return
         theirs = {i for i in table.column("directory_id").to_pylist() if i}
@@ -255,7 +256,7 @@ class BrokerSummaryWriter:
         taken (ns), when it can be reused: same format version and same logrepair version (a
         newer scanner may find more)."""
         try:
-            manifest = pq.read_table(self._final("broker"), filesystem=self.fs).to_pylist()
+            manifest = read_file(self.fs, self._final("broker")).to_pylist()
         except (FileNotFoundError, pa.ArrowException, OSError):
             return {}, 0
         versions = [(m["format_version"], m["logrepair_version"]) for m in manifest]
@@ -264,9 +265,7 @@ class BrokerSummaryWriter:
             self.stats.previous = f"not used: written as {found or 'nothing'}"
             return {}, 0
         try:
-            table = pq.read_table(
-                self._final("segments"), filesystem=self.fs, columns=["file", *STAMP_COLUMNS]
-            )
+            table = read_file(self.fs, self._final("segments"), ["file", *STAMP_COLUMNS])
         except (FileNotFoundError, pa.ArrowException, OSError) as e:
             self.stats.previous = f"not used: unreadable: {e}"
             return {}, 0

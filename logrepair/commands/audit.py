@@ -7,8 +7,8 @@ import json
 import re
 import sys
 
-from .. import pool
-from ..audit.discovery import DiscoveryError
+from .. import json_out, pool
+from ..audit.discovery import DiscoveryError, discover
 from ..audit.errors import SummaryError
 from ..audit.local import DEFAULT_RECOVERY_RATE, audit_paths
 from ..audit.model import AuditReport
@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         data = report.to_json()
         for d in data["log_dirs"]:
             d["locked_by_other_process"] = locks[d["path"]][0]
-        sys.stdout.write(json.dumps(data, indent=1) + "\n")  # one write, not one per token
+        sys.stdout.write(json_out.dumps(data) + "\n")  # one write, not one per token
     else:
         print_table(report)
         for _, note in locks.values():
@@ -212,15 +212,21 @@ def _check_modes(args: argparse.Namespace, paths: list[str], master: str | None)
 def write_summaries_command(args: argparse.Namespace, paths: list[str]) -> int:
     """`audit PATH... --summaries-out DEST`: exit 0 once every broker's summary is in place."""
     require("pyarrow", "--summaries-out")
-    from ..audit.summary_writer import write_summaries
-
+    segments = pool.mapper(args.jobs)
     try:
+        # pyarrow (0.15-0.4 s) loads while the log dirs are found: beside the workers, which list
+        # the partition dirs meanwhile, not before them
+        with pool.importing("logrepair.audit.summary_writer"):
+            plans = discover(OsDisk(), paths, segments)
+        from ..audit.summary_writer import write_summaries
+
         written = write_summaries(
             paths,
             args.summaries_out,
             broker=args.broker,
             full_rescan=args.full_rescan,
-            segments=pool.mapper(args.jobs),
+            segments=segments,
+            plans=plans,
         )
     except (DiscoveryError, SummaryError) as e:
         raise InputError(f"logrepair audit: {e}") from None

@@ -58,7 +58,7 @@ def render(result: RepairResult) -> str:
     if not plan.actions:
         lines.append(f"{plan.root}: every index already agrees with its log")
     for a in plan.actions:
-        lines.append(("rebuilt: " if result.applied else "would rebuild: ") + a.describe())
+        lines.append(("rebuilt: " if result.applied else "would rebuild: ") + a.output_line())
     if result.quarantine:
         lines.append(f"quarantine: {result.quarantine} (undo: logrepair undo {result.quarantine})")
     lines.append(summary(result))

@@ -72,13 +72,13 @@ def render(result: RepairResult) -> str:
         verb = "applied" if result.applied else "plan (dry run, nothing changed)"
         lines.append(f"{len(plan.actions)} action(s) {verb}:")
         for a in plan.actions:
-            lines.append(f"  - {a.describe()}")
+            lines.append(f"  - {a.output_line()}")
         lines.append(
             f"{'removed' if result.applied else 'would remove'} {plan.removed_bytes:,} bytes"
             + (f"; per partition ({len(plan.partitions)}):" if plan.partitions else "")
         )
         for loss in plan.partitions:
-            lines.append(f"  {loss.describe()}")
+            lines.append(f"  {loss.output_line()}")
         if result.quarantine:
             lines.append(
                 f"quarantine: {result.quarantine} (undo: logrepair undo {result.quarantine})"

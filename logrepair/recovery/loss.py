@@ -50,6 +50,8 @@ class PartitionLoss:
     """The plan has an action in the partition dir or changes one of its checkpoint entries."""
     rendered: Rendered | None = field(default=None, compare=False, repr=False)
     """`to_json()`'s text, rendered beside the partition's scan for `--json`."""
+    line: str | None = field(default=None, compare=False, repr=False)
+    """`describe()`'s text, made beside the partition's scan for the text output."""
 
     @property
     def name(self) -> str:
@@ -69,6 +71,10 @@ class PartitionLoss:
     def output_json(self) -> dict | Rendered:
         """`to_json()`, or its text when it was rendered already."""
         return self.to_json() if self.rendered is None else self.rendered
+
+    def output_line(self) -> str:
+        """`describe()`, made already beside the partition's scan or now."""
+        return self.describe() if self.line is None else self.line
 
     def to_json(self) -> dict:
         return {

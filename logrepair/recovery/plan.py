@@ -60,10 +60,16 @@ class Action:
     are copied into the quarantine before any action runs, so later actions cannot change them."""
     rendered: Rendered | None = field(default=None, compare=False, repr=False)
     """`to_json()`'s text, rendered beside the partition's scan for `--json` (`Plan.render`)."""
+    line: str | None = field(default=None, compare=False, repr=False)
+    """`describe()`'s text, made beside the partition's scan for the text output (`Plan.render`)."""
 
     def output_json(self) -> dict | Rendered:
         """`to_json()`, or its text when it was rendered already."""
         return self.to_json() if self.rendered is None else self.rendered
+
+    def output_line(self) -> str:
+        """`describe()`, made already beside the partition's scan or now."""
+        return self.describe() if self.line is None else self.line
 
     def to_json(self) -> dict:
         out: dict = {"action": self.action, "file": self.file}
@@ -163,11 +169,14 @@ class Plan:
     def removed_bytes(self) -> int:
         return sum(a.removed_bytes for a in self.actions)
 
-    def render(self) -> None:
-        """Each action's JSON rendered now (`Action.rendered`): beside a partition's scan, in the
-        process that scanned it, for `--json`."""
+    def render(self, as_json: bool) -> None:
+        """Each action's output made now: its JSON (`Action.rendered`) for `--json`, else its line
+        (`Action.line`); beside a partition's scan, in the process that scanned it."""
         for a in self.actions:
-            a.rendered = Rendered.of(a.to_json())
+            if as_json:
+                a.rendered = Rendered.of(a.to_json())
+            else:
+                a.line = a.describe()
 
     @property
     def removed_offsets(self) -> list[tuple[int, int]]:

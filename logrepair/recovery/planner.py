@@ -109,16 +109,19 @@ def plan_partition_alone(
     mode: str, p: PartitionScan, checkpoints: Checkpoints, root: str, *, render: bool = False
 ) -> PartitionShare | None:
     """`scan_path`'s step for a repair in `mode` (not heal): the partition's plan, made where it
-    was scanned (None for a partition every mode leaves alone: `make_plan` notes it); `render`:
-    its actions' JSON rendered there too."""
+    was scanned (None for a partition every mode leaves alone: `make_plan` notes it), and the
+    output of its actions and loss made there too (`render`: their JSON, else their lines)."""
     if p.left_alone is not None:
         return None
     pp, end, new_rp = _plan_partition(p, Plan(mode, root), _can_checkpoint(True, checkpoints))
     pp.txn_replay = None  # the replay's working state (and its Disk) stays in the worker
     share = PartitionShare(pp, end, new_rp, loss_alone(pp, end, new_rp, checkpoints))
+    pp.plan.render(as_json=render)
+    loss = share.loss.loss
     if render:
-        pp.plan.render()
-        share.loss.loss.rendered = Rendered.of(share.loss.loss.to_json())
+        loss.rendered = Rendered.of(loss.to_json())
+    else:
+        loss.line = loss.describe()
     return share
 
 

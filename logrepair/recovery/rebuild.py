@@ -107,11 +107,10 @@ def rebuild_partition(
 ) -> Plan:
     """`scan_path`'s step for rebuild-index: the partition's rebuild actions and notes, made where
     it was scanned (the offset, time and transaction indexes are each built from its logs);
-    `render`: their JSON rendered there too."""
+    their output (`render`: their JSON, else their lines) made there too."""
     plan = Plan("rebuild-index", root)
     _plan_partition(p.disk, p, plan)
-    if render:
-        plan.render()
+    plan.render(as_json=render)
     return plan
 
 
