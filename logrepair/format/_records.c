@@ -812,6 +812,26 @@ enum {
     A_MAX_BATCHES = A_COUNT /* optional: the run's most batches (its points' bound) */
 };
 
+/* An entry point's int64 arguments after its buffer (args[0]): each args[i] into v[i], but for
+ * the positions `skip` marks (other buffers). -1 with the error set where one is not an int64. */
+static int
+int64_args(const char *name, PyObject *const *args, Py_ssize_t nargs, int64_t *v, uint32_t skip)
+{
+    for (Py_ssize_t i = 1; i < nargs; i++) {
+        if (skip >> i & 1)
+            continue;
+        int overflow = 0;
+        v[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
+        if (overflow) {
+            PyErr_Format(PyExc_OverflowError, "%s argument %zd out of int64 range", name, i);
+            return -1;
+        }
+        if (v[i] == -1 && PyErr_Occurred())
+            return -1;
+    }
+    return 0;
+}
+
 static PyObject *
 quiet_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
@@ -822,18 +842,8 @@ quiet_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
     }
     int64_t v[A_COUNT + 1];
     v[A_MAX_BATCHES] = -1;
-    for (int i = 1; i < nargs; i++) {
-        if (i == A_OI_RAW || i == A_TI_RAW)
-            continue;
-        int overflow = 0;
-        v[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
-        if (overflow) {
-            PyErr_Format(PyExc_OverflowError, "quiet_run argument %d out of int64 range", i);
-            return NULL;
-        }
-        if (v[i] == -1 && PyErr_Occurred())
-            return NULL;
-    }
+    if (int64_args("quiet_run", args, nargs, v, 1u << A_OI_RAW | 1u << A_TI_RAW) < 0)
+        return NULL;
     Py_buffer view, oi, ti;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -988,16 +998,8 @@ summary_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     int64_t v[S_COUNT];
-    for (int i = 1; i < S_COUNT; i++) {
-        int overflow = 0;
-        v[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
-        if (overflow) {
-            PyErr_Format(PyExc_OverflowError, "summary_run argument %d out of int64 range", i);
-            return NULL;
-        }
-        if (v[i] == -1 && PyErr_Occurred())
-            return NULL;
-    }
+    if (int64_args("summary_run", args, S_COUNT, v, 0) < 0)
+        return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
@@ -1110,16 +1112,8 @@ index_points(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         return NULL;
     }
     int64_t v[I_COUNT];
-    for (int i = 1; i < I_COUNT; i++) {
-        int overflow = 0;
-        v[i] = PyLong_AsLongLongAndOverflow(args[i], &overflow);
-        if (overflow) {
-            PyErr_Format(PyExc_OverflowError, "index_points argument %d out of int64 range", i);
-            return NULL;
-        }
-        if (v[i] == -1 && PyErr_Occurred())
-            return NULL;
-    }
+    if (int64_args("index_points", args, I_COUNT, v, 0) < 0)
+        return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;
