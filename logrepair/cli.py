@@ -143,4 +143,8 @@ def _fail(message: str) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # `python -m logrepair.cli`: this file runs as `__main__`, a second copy of the module; the
+    # commands raise `logrepair.cli.InputError`, which only the imported module's `main` catches.
+    from logrepair.cli import main as imported_main
+
+    sys.exit(imported_main())

@@ -401,3 +401,18 @@ def test_a_run_in_the_callers_process_gives_the_collector_back_as_it_found_it(da
         assert gc.get_freeze_count() == frozen
     finally:
         gc.set_threshold(700, 10, 10)
+
+
+@pytest.mark.parametrize("module", ["logrepair", "logrepair.cli"])
+def test_bad_input_is_one_line_whichever_module_runs_the_cli(tmp_path, module) -> None:
+    """`python -m logrepair.cli` runs cli.py as a second module (`__main__`): the commands' InputError
+    is still bad input (exit 2, one line), not an internal error."""
+    missing = str(tmp_path / "missing")
+    done = subprocess.run(
+        [sys.executable, "-m", module, "verify", missing],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == [f"logrepair: {missing}: no such directory"]
