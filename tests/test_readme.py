@@ -69,3 +69,13 @@ def test_the_notation_is_documented_as_the_code_prints_it():
     section = README.split("### Notation", 1)[1].split("\n## ", 1)[0]
     assert "`FILE @P+N`" in section and f"{notation.at(1074, 123)}`" in section
     assert f"`{notation.offsets(14, 17)}`" in section
+
+
+def test_inline_python_c_snippets_run():
+    """`python -c '...'` in the text (an inline span may wrap a line): each runs, as a reader pastes
+    it, after code moved between modules."""
+    snippets = [" ".join(s.split()) for s in re.findall(r"python -c '([^']+)'", README)]
+    assert snippets
+    for code in snippets:
+        done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+        assert done.returncode == 0, (code, done.stderr)
