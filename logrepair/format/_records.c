@@ -1205,14 +1205,10 @@ append_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
         PyErr_Format(PyExc_TypeError, "append_run takes 2 arguments (%zd given)", nargs);
         return NULL;
     }
-    int overflow = 0;
-    int64_t max_length = PyLong_AsLongLongAndOverflow(args[1], &overflow);
-    if (overflow) {
-        PyErr_SetString(PyExc_OverflowError, "append_run max_length out of int64 range");
+    int64_t v[2];
+    if (int64_args("append_run", args, 2, v, 0) < 0)
         return NULL;
-    }
-    if (max_length == -1 && PyErr_Occurred())
-        return NULL;
+    int64_t max_length = v[1];
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
         return NULL;

@@ -32,11 +32,11 @@ import struct
 from array import array
 from typing import NamedTuple
 
+from .batch_layout import NO_TIMESTAMP
+from .batch_runs import NONE
 from .crc import crc32c
 from .record_codec import _ACCELERATOR
 
-NONE = -(2**63)
-NO_TIMESTAMP = -1
 _INT64_MAX = 2**63 - 1
 
 # baseOffset, batchLength, partitionLeaderEpoch, magic, crc, attributes, lastOffsetDelta,
