@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TypeVar
 
 from . import java_text
+from .decoded_memo import DecodedMemo
 from .disk import Disk, DiskFile, FileTooLarge
 from .layout import TopicPartition
 
@@ -159,22 +160,15 @@ def read_checkpoint(
     if limit is None:
         return _entries(iter_lines(disk, path), path, version, parse_entry)
     data = _read_whole(disk, path, limit)
-    if len(data) > _REMEMBERED_SIZE:
+    if len(data) > _remembered.largest:
         return _entries(_lines_of(data, path), path, version, parse_entry)
-    key = (bytes(data), version, parse_entry)
-    known = _remembered.get(key)
-    if known is None:
-        if len(_remembered) >= _REMEMBERED_FILES:
-            _remembered.clear()
-        known = _remembered[key] = tuple(
-            _entries(_lines_of(data, path), path, version, parse_entry)
-        )
-    return list(known)
+    return _remembered.entries(
+        (bytes(data), version, parse_entry),
+        lambda: _entries(_lines_of(data, path), path, version, parse_entry),
+    )
 
 
-_REMEMBERED_SIZE = 256
-_REMEMBERED_FILES = 1024
-_remembered: dict[tuple[bytes, int, Callable], tuple] = {}
+_remembered: DecodedMemo = DecodedMemo()
 
 
 def _entries(

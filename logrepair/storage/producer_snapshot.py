@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..format.crc import crc32c
+from .decoded_memo import DecodedMemo
 from .disk import Disk, FileTooLarge
 
 VERSION = 1
@@ -78,24 +79,15 @@ def read_snapshot(disk: Disk, path: str) -> list[ProducerSnapshotEntry]:
         except FileTooLarge:
             with disk.open(path) as f:
                 return _decode(f.read_at, f.size())
-        if len(data) > _REMEMBERED_SIZE:
+        if len(data) > _remembered.largest:
             return decode_snapshot(data)
-        # (the snapshots of thousands of partitions are few distinct texts: an empty one, or a
-        # producer or two; their entries are immutable)
         data = bytes(data)
-        known = _remembered.get(data)
-        if known is None:
-            if len(_remembered) >= _REMEMBERED_FILES:
-                _remembered.clear()
-            known = _remembered[data] = tuple(decode_snapshot(data))
-        return list(known)
+        return _remembered.entries(data, lambda: decode_snapshot(data))
     except CorruptSnapshotError as e:
         raise CorruptSnapshotError(f"{e} ({path})") from None
 
 
-_REMEMBERED_SIZE = 256
-_REMEMBERED_FILES = 1024
-_remembered: dict[bytes, tuple[ProducerSnapshotEntry, ...]] = {}
+_remembered: DecodedMemo[ProducerSnapshotEntry] = DecodedMemo()
 
 
 def _decode(
