@@ -14,8 +14,6 @@ unless such a batch turns up, from where the windowed scan takes over.
 
 from __future__ import annotations
 
-import mmap
-import threading
 from array import array
 
 from ..decoders.consumer_offsets import OffsetCommit, decode_offsets_record
@@ -25,6 +23,7 @@ from ..format.control import ControlType
 from ..format.errors import Defect, FormatError
 from ..format.summary_runs import DETAIL_FIELDS, DIGEST_FIELDS, NONE, summary_run
 from ..storage.disk import Disk
+from ..storage.os_copy import thread_buffer
 from ..storage.scan import DEFAULT_MAX_BATCH_SIZE, DEFAULT_WINDOW_SIZE, LogScan
 from .model import BatchDetails, CommitKey, SegmentSummary, SegmentTask
 
@@ -37,7 +36,6 @@ _SPAN = 1 << 20
 then bounded by this span, not by the scan's window."""
 _MAX_LENGTH = DEFAULT_MAX_BATCH_SIZE - LOG_OVERHEAD
 """The largest batch length field a scan takes (`LogScan`'s default maximum batch size)."""
-_SCRATCH = threading.local()
 
 
 def summarize_details(disk: Disk, task: SegmentTask) -> SegmentSummary:
@@ -140,7 +138,8 @@ class SegmentTally:
         size = self.summary.task.size
         if size >= DEFAULT_WINDOW_SIZE:
             return 0, None
-        view = _scratch(size + 1)  # (one byte more: a file grown since it was listed shows)
+        # (one byte more: a file grown since it was listed shows)
+        view = thread_buffer("whole segment", size + 1)[: size + 1]
         with disk.open(self.summary.task.file) as f:
             got = f.read_into(0, view)
         if got > size:
@@ -189,18 +188,6 @@ class SegmentTally:
                 if column is not None:
                     column.frombytes(view[8 * n * i : 8 * n * (i + 1)])
         return n, end, last
-
-
-def _scratch(size: int) -> memoryview:
-    """`size` bytes of this thread's read buffer, kept from one segment to the next (a fleet's
-    segments are thousands of small files: one buffer, not one allocated and zeroed for each).
-    Anonymous memory: page-aligned, which the kernel's copy from the page cache needs to run at
-    full speed (a heap buffer 16 bytes past a page boundary copies at about half the speed)."""
-    buf = getattr(_SCRATCH, "buf", None)
-    if buf is None or len(buf) < size:
-        _SCRATCH.buf = None  # the old buffer goes before the new one comes
-        buf = _SCRATCH.buf = mmap.mmap(-1, max(size, mmap.PAGESIZE))
-    return memoryview(buf)[:size]
 
 
 def _misplaced(task: SegmentTask, batch) -> Defect:

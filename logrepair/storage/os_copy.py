@@ -3,7 +3,8 @@
 The copies are a repair's (a split's moved batches, a tail saved into the quarantine, an undo
 putting them back), of up to gigabytes, and they are most of a salvage's time once the scan is
 done: the way each takes is the cheapest the file system has. Part of the OS disk (osdisk.py),
-which alone, with this module, touches the filesystem.
+which alone, with this module, touches the filesystem. Its page-aligned buffers (`thread_buffer`)
+serve the audit's whole-segment reads too.
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def _direct_write(
         if e.errno in _NOT_THIS_WAY:
             return 0
         raise type(e)(e.errno, e.strerror, dest.path) from None
-    view = _direct_buffer("write", _DIRECT_CHUNK)[: min(_DIRECT_CHUNK, length)]
+    view = thread_buffer("copy write", _DIRECT_CHUNK)[: min(_DIRECT_CHUNK, length)]
     done = 0
     try:
         while done < length:
@@ -165,16 +166,23 @@ def _write_runs(
     return None
 
 
-_direct_buffers = threading.local()
+_buffers = threading.local()
+"""Page-aligned buffers, one per use and thread, kept from one call to the next (`thread_buffer`).
+
+Thousands of small segments read whole, or a copy's 4 MiB chunks, would otherwise each pay for a
+buffer allocated and zeroed (a page fault per page). Anonymous memory is page-aligned, which
+O_DIRECT requires and the kernel's copy out of the page cache needs to run at full speed (a heap
+buffer 16 bytes past a page boundary copies at about half the speed)."""
 
 
-def _direct_buffer(use: str, size: int) -> memoryview:
-    """This thread's buffer for `use` of at least `size` bytes: page-aligned, as O_DIRECT wants,
-    and kept (a new one would cost a page fault per page again)."""
-    buf = getattr(_direct_buffers, use, None)
+def thread_buffer(use: str, size: int) -> memoryview:
+    """This thread's buffer for `use`, of at least `size` bytes (longer when an earlier call asked
+    for more)."""
+    buf = getattr(_buffers, use, None)
     if buf is None or len(buf) < size:
-        buf = mmap.mmap(-1, size)
-        setattr(_direct_buffers, use, buf)
+        setattr(_buffers, use, None)  # the old buffer goes before the new one comes
+        buf = mmap.mmap(-1, max(size, mmap.PAGESIZE))
+        setattr(_buffers, use, buf)
     return memoryview(buf)
 
 
@@ -210,7 +218,7 @@ def _read_around_cache(src: OsFile, position: int, view: memoryview) -> int:
     align = _direct_alignment(src._fd)
     lead = start % align
     end = -(-(lead + len(rest)) // align) * align
-    scratch = _direct_buffer("read", _DIRECT_CHUNK + 2 * align)[:end]
+    scratch = thread_buffer("copy read", _DIRECT_CHUNK + 2 * align)[:end]
     flags = fcntl.fcntl(src._fd, fcntl.F_GETFL)
     n = 0
     try:
