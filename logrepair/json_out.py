@@ -92,3 +92,26 @@ def _parsed(value: object) -> object:
     if isinstance(value, (list, tuple)):
         return [_parsed(item) for item in value]
     return value
+
+
+class Prerendered:
+    """A report entry whose output can be made beside its partition's scan, in the process that
+    scanned it (`logrepair.pool`), and only joined where it is printed. The class has `rendered`
+    (`Rendered | None`) and `line` (`str | None`) fields, `to_json()` and `describe()`."""
+
+    __slots__ = ()
+
+    def prerender(self, as_json: bool) -> None:
+        """Its output made now: the JSON text for `--json`, else the line."""
+        if as_json:
+            self.rendered = Rendered.of(self.to_json())
+        else:
+            self.line = self.describe()
+
+    def output_json(self) -> dict | Rendered:
+        """`to_json()`, or its text when it was rendered already."""
+        return self.to_json() if self.rendered is None else self.rendered
+
+    def output_line(self) -> str:
+        """`describe()`, made already beside the partition's scan or now."""
+        return self.describe() if self.line is None else self.line

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..json_out import Rendered
+from ..json_out import Prerendered, Rendered
 from ..storage import layout
 from ..storage.layout import TopicPartition
 from . import notation
@@ -29,7 +29,7 @@ holds no batch): removing them loses nothing."""
 
 
 @dataclass(slots=True)
-class PartitionLoss:
+class PartitionLoss(Prerendered):
     topic: str
     partition: int
     path: str
@@ -67,14 +67,6 @@ class PartitionLoss:
     def lost(self) -> bool:
         """What sets a repair's exit status 1: records removed or acknowledged offsets lost."""
         return self.records_removed or bool(self.acknowledged_lost)
-
-    def output_json(self) -> dict | Rendered:
-        """`to_json()`, or its text when it was rendered already."""
-        return self.to_json() if self.rendered is None else self.rendered
-
-    def output_line(self) -> str:
-        """`describe()`, made already beside the partition's scan or now."""
-        return self.describe() if self.line is None else self.line
 
     def to_json(self) -> dict:
         return {

@@ -28,7 +28,7 @@ import base64
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from ..json_out import Rendered
+from ..json_out import Prerendered, Rendered
 from . import notation
 
 if TYPE_CHECKING:
@@ -37,7 +37,7 @@ if TYPE_CHECKING:
 
 
 @dataclass(slots=True)
-class Action:
+class Action(Prerendered):
     action: str
     file: str
     reason: str
@@ -62,14 +62,6 @@ class Action:
     """`to_json()`'s text, rendered beside the partition's scan for `--json` (`Plan.render`)."""
     line: str | None = field(default=None, compare=False, repr=False)
     """`describe()`'s text, made beside the partition's scan for the text output (`Plan.render`)."""
-
-    def output_json(self) -> dict | Rendered:
-        """`to_json()`, or its text when it was rendered already."""
-        return self.to_json() if self.rendered is None else self.rendered
-
-    def output_line(self) -> str:
-        """`describe()`, made already beside the partition's scan or now."""
-        return self.describe() if self.line is None else self.line
 
     def to_json(self) -> dict:
         out: dict = {"action": self.action, "file": self.file}
@@ -173,10 +165,7 @@ class Plan:
         """Each action's output made now: its JSON (`Action.rendered`) for `--json`, else its line
         (`Action.line`); beside a partition's scan, in the process that scanned it."""
         for a in self.actions:
-            if as_json:
-                a.rendered = Rendered.of(a.to_json())
-            else:
-                a.line = a.describe()
+            a.prerender(as_json)
 
     @property
     def removed_offsets(self) -> list[tuple[int, int]]:

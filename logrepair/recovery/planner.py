@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..json_out import Rendered
 from ..storage import layout
 from ..storage.layout import TopicPartition, printable
 from .loss import PartitionShareLoss, checkpointed, loss_alone, plan_losses, repaired_bounds
@@ -117,11 +116,7 @@ def plan_partition_alone(
     pp.txn_replay = None  # the replay's working state (and its Disk) stays in the worker
     share = PartitionShare(pp, end, new_rp, loss_alone(pp, end, new_rp, checkpoints))
     pp.plan.render(as_json=render)
-    loss = share.loss.loss
-    if render:
-        loss.rendered = Rendered.of(loss.to_json())
-    else:
-        loss.line = loss.describe()
+    share.loss.loss.prerender(render)
     return share
 
 
