@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from ..pool import Mapper, serial
 from ..storage.disk import Disk
+from ..storage.layout import DirKind
 from ..storage.osdisk import OsDisk
 from .checks import PartitionResult, audit_partition
 from .discovery import PartitionDir, discover_log_dirs, plan_partition
@@ -45,13 +46,13 @@ def audit_paths(
         for plan, dirs in found
         for d in dirs
     ]
-    done = iter(list((partitions or serial)(audit_one, disk, work)))
+    owners = [plan for plan, dirs in found for _ in dirs]
     results: list[PartitionResult] = []
-    for plan, dirs in found:
-        for _ in dirs:
-            partition, result = next(done)
-            plan.partitions.append(partition)
-            results.append(result)
+    for plan, (partition, result) in zip(
+        owners, (partitions or serial)(audit_one, disk, work), strict=True
+    ):
+        plan.partitions.append(partition)
+        results.append(result)
     plans = [plan for plan, _ in found]
     replicas = [compare_replicas(group) for group in replica_groups(results).values()]
     return build_report(
@@ -97,5 +98,5 @@ def _tp(d: PartitionDir) -> tuple[str, int]:
 
 def _replicated(dirs: list[PartitionDir]) -> set[tuple[str, int]]:
     """The topic-partitions live under more than one log dir (`replica_groups`' rule)."""
-    seen = Counter(_tp(d) for d in dirs if str(d.parsed.kind) == "live")
+    seen = Counter(_tp(d) for d in dirs if d.parsed.kind is DirKind.LIVE)
     return {tp for tp, n in seen.items() if n > 1}
