@@ -165,8 +165,7 @@ class KafkaReading:
             self._next_piece(first)
         self.bytes = kept
         self.last = last
-        if self.pieces:
-            self.pieces[-1].last_offset = last
+        self.pieces[-1].last_offset = last
         self.last_index_pos = index_pos
         self.last_index_offset = index_offset
         if self.index is not None:

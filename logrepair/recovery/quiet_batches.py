@@ -30,8 +30,8 @@ count, so memory does not follow the number of batches in a window, while a call
 whole window where batches are large (a span of bytes would bound the points only by the batches'
 size: 4 MiB of 1 KiB batches is 96 KiB of points against 12 KiB for 8 KiB batches)."""
 _SAFE_BASE = 2**62
-_INT64_MAX = 2**63 - 1  # (a configured maximum beyond it is no maximum)
 """Segments based below this keep every index offset (base + a 31-bit entry) inside int64."""
+_INT64_MAX = 2**63 - 1  # (a configured maximum beyond it is no maximum)
 
 
 class QuietBatches:

@@ -142,10 +142,10 @@ class StrictReading:
         else:
             run.end = end
             run.last_offset = last
-        if self.run_index is not None:
+        if points is None:  # (the caller could not give them)
+            self.run_index = None
+        elif self.run_index is not None:
             try:
-                if points is None:
-                    raise IndexFileError("no points")  # (the caller could not give them)
                 self.run_index.add_points(points)
             except IndexFileError:
                 self.run_index = None

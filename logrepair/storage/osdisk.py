@@ -233,8 +233,7 @@ _TYPES = (
 
 
 def _entry_type(entry: os.DirEntry) -> str:
-    if entry.is_file(follow_symlinks=False):  # (most entries: one call, as readdir said it)
-        return "file"
+    """The type of an entry that is not a regular file (`list_dir_types` files those itself)."""
     if entry.is_dir(follow_symlinks=False):
         return "dir"
     if entry.is_symlink():
