@@ -812,11 +812,22 @@ enum {
     A_MAX_BATCHES = A_COUNT /* optional: the run's most batches (its points' bound) */
 };
 
-/* An entry point's int64 arguments after its buffer (args[0]): each args[i] into v[i], but for
- * the positions `skip` marks (other buffers). -1 with the error set where one is not an int64. */
+/* An entry point's arguments: `fewest` to `most` of them (a TypeError otherwise), and its int64
+ * ones after its buffer (args[0]), each args[i] into v[i], but for the positions `skip` marks
+ * (other buffers). -1 with the error set where one is not an int64. */
 static int
-int64_args(const char *name, PyObject *const *args, Py_ssize_t nargs, int64_t *v, uint32_t skip)
+int64_args(const char *name, PyObject *const *args, Py_ssize_t nargs, int fewest, int most,
+           int64_t *v, uint32_t skip)
 {
+    if (nargs < fewest || nargs > most) {
+        if (fewest == most)
+            PyErr_Format(PyExc_TypeError, "%s takes %d arguments (%zd given)", name, fewest,
+                         nargs);
+        else
+            PyErr_Format(PyExc_TypeError, "%s takes %d or %d arguments (%zd given)", name,
+                         fewest, most, nargs);
+        return -1;
+    }
     for (Py_ssize_t i = 1; i < nargs; i++) {
         if (skip >> i & 1)
             continue;
@@ -835,14 +846,10 @@ int64_args(const char *name, PyObject *const *args, Py_ssize_t nargs, int64_t *v
 static PyObject *
 quiet_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != A_COUNT && nargs != A_COUNT + 1) {
-        PyErr_Format(PyExc_TypeError, "quiet_run takes %d or %d arguments (%zd given)", A_COUNT,
-                     A_COUNT + 1, nargs);
-        return NULL;
-    }
     int64_t v[A_COUNT + 1];
     v[A_MAX_BATCHES] = -1;
-    if (int64_args("quiet_run", args, nargs, v, 1u << A_OI_RAW | 1u << A_TI_RAW) < 0)
+    if (int64_args("quiet_run", args, nargs, A_COUNT, A_COUNT + 1, v,
+                   1u << A_OI_RAW | 1u << A_TI_RAW) < 0)
         return NULL;
     Py_buffer view, oi, ti;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
@@ -992,13 +999,8 @@ enum {
 static PyObject *
 summary_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != S_COUNT) {
-        PyErr_Format(PyExc_TypeError, "summary_run takes %d arguments (%zd given)", S_COUNT,
-                     nargs);
-        return NULL;
-    }
     int64_t v[S_COUNT];
-    if (int64_args("summary_run", args, S_COUNT, v, 0) < 0)
+    if (int64_args("summary_run", args, nargs, S_COUNT, S_COUNT, v, 0) < 0)
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
@@ -1106,13 +1108,8 @@ write_be(uint8_t *p, uint64_t v, int bytes)
 static PyObject *
 index_points(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != I_COUNT) {
-        PyErr_Format(PyExc_TypeError, "index_points takes %d arguments (%zd given)", I_COUNT,
-                     nargs);
-        return NULL;
-    }
     int64_t v[I_COUNT];
-    if (int64_args("index_points", args, I_COUNT, v, 0) < 0)
+    if (int64_args("index_points", args, nargs, I_COUNT, I_COUNT, v, 0) < 0)
         return NULL;
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_SIMPLE) < 0)
@@ -1201,12 +1198,8 @@ PyDoc_STRVAR(append_run_doc,
 static PyObject *
 append_run(PyObject *Py_UNUSED(self), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 2) {
-        PyErr_Format(PyExc_TypeError, "append_run takes 2 arguments (%zd given)", nargs);
-        return NULL;
-    }
     int64_t v[2];
-    if (int64_args("append_run", args, 2, v, 0) < 0)
+    if (int64_args("append_run", args, nargs, 2, 2, v, 0) < 0)
         return NULL;
     int64_t max_length = v[1];
     Py_buffer view;
